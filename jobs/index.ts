@@ -1,0 +1,36 @@
+import { Elysia } from "elysia";
+import type { Services } from "../lib/services.ts";
+
+/** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
+export interface Job {
+  name: string;
+  /** Cron pattern (seconds optional), UTC. */
+  pattern: string;
+  run(s: Services): Promise<void>;
+}
+
+/** Registered jobs; features append theirs. */
+export const jobs: Job[] = [];
+
+/**
+ * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job
+ * that throws would kill the process, so each run is wrapped in a catch that logs.
+ */
+export async function jobsPlugin(s: Services) {
+  const { cron } = await import("@elysiajs/cron");
+  let plugin = new Elysia({ name: "jobs" });
+  for (const job of jobs) {
+    plugin = plugin.use(
+      cron({
+        name: job.name,
+        pattern: job.pattern,
+        timezone: "UTC",
+        protect: true,
+        run: () => {
+          job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: e instanceof Error ? e.message : String(e) }));
+        },
+      }),
+    ) as any;
+  }
+  return plugin;
+}

@@ -1,0 +1,47 @@
+import { ForbiddenError, UnauthorizedError } from "../errors.ts";
+import type { Services } from "../services.ts";
+import { apiKeyResolver } from "./apiKeys.ts";
+import type { Principal, TokenResolver } from "./principal.ts";
+import type { Scope } from "./scopes.ts";
+
+/** The bearer secret of a request: `Authorization: Bearer …`, else `x-api-key`. */
+export function presentedToken(headers: Headers): string | null {
+  const auth = headers.get("authorization");
+  if (auth) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    return m ? m[1]! : null;
+  }
+  return headers.get("x-api-key")?.trim() || null;
+}
+
+/** Resolvers registered by features (the OAuth server adds its access tokens). */
+export function tokenResolvers(s: Services): TokenResolver[] {
+  const extra = (s.extras.tokenResolvers as TokenResolver[] | undefined) ?? [];
+  const apiKeys = apiKeyResolver(s.db);
+  return [async (t) => apiKeys(t), ...extra];
+}
+
+export async function resolvePrincipal(s: Services, token: string, audience: string): Promise<Principal | null> {
+  for (const r of tokenResolvers(s)) {
+    const p = await r(token, { audience });
+    if (p) return p;
+  }
+  return null;
+}
+
+/**
+ * The one org guard of the Beta API: 401 without a valid credential, 403 when the credential
+ * belongs to another organization (whether or not `orgId` exists: nothing is revealed).
+ */
+export async function authenticateOrg(s: Services, headers: Headers, orgId: string): Promise<Principal> {
+  const token = presentedToken(headers);
+  if (!token) throw new UnauthorizedError();
+  const principal = await resolvePrincipal(s, token, `${s.config.publicUrl}/beta/v1`);
+  if (!principal) throw new UnauthorizedError("The credential is unknown, expired or revoked.", 'Bearer realm="commitops", error="invalid_token"');
+  if (principal.orgId !== orgId.toLowerCase()) throw new ForbiddenError("This credential does not grant access to that organization.");
+  return principal;
+}
+
+export function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This credential lacks the \`${scope}\` scope.`, "insufficient_scope");
+}

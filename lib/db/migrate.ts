@@ -1,0 +1,33 @@
+import { migrations } from "../../drizzle/migrations.gen.ts";
+import type { DatabaseHandle } from "./types.ts";
+
+/** Arbitrary constant: the advisory lock every replica takes while migrating. */
+const MIGRATION_LOCK_KEY = 727_001;
+
+/**
+ * Applies the pending migrations in one transaction under a transaction-scoped advisory lock,
+ * so several replicas starting at once apply each migration exactly once. The SQL is embedded
+ * (drizzle/migrations.gen.ts) so the compiled binary needs no migration folder on disk.
+ */
+export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+  const applied: string[] = [];
+  await handle.db.transaction(async (tx) => {
+    const run = async (text: string) => (tx as any).execute(rawSql(text));
+    await run(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+    await run(`CREATE TABLE IF NOT EXISTS commitops_migrations (tag text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const res: any = await run(`SELECT tag FROM commitops_migrations`);
+    const done = new Set((Array.isArray(res) ? res : res.rows).map((r: any) => r.tag));
+    for (const m of migrations) {
+      if (done.has(m.tag)) continue;
+      for (const stmt of m.statements) if (stmt.trim()) await run(stmt);
+      await run(`INSERT INTO commitops_migrations (tag) VALUES ('${m.tag.replace(/'/g, "''")}')`);
+      applied.push(m.tag);
+    }
+  });
+  return applied;
+}
+
+import { sql } from "drizzle-orm";
+function rawSql(text: string) {
+  return sql.raw(text);
+}

@@ -1,0 +1,82 @@
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle } from "drizzle-orm/pglite";
+import { mkdirSync, existsSync, readFileSync, writeFileSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import * as schema from "./schema/index.ts";
+import type { DatabaseHandle, Db } from "./types.ts";
+
+export class DataDirLockedError extends Error {
+  constructor(readonly dataDir: string, readonly pid: number) {
+    super(
+      `The embedded database in ${dataDir} is held by a running commitops process (pid ${pid}). ` +
+        `Stop it first, or point DATABASE_URL at a PostgreSQL server so several processes can share it.`,
+    );
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e?.code === "EPERM";
+  }
+}
+
+/** PGlite is single-process: a pid file stops a second process from corrupting the files. */
+function lockDataDir(dir: string): () => void {
+  const lockFile = join(dir, "commitops.pid");
+  if (existsSync(lockFile)) {
+    const pid = Number(readFileSync(lockFile, "utf8").trim());
+    if (pid && pid !== process.pid && pidAlive(pid)) throw new DataDirLockedError(dir, pid);
+  }
+  writeFileSync(lockFile, String(process.pid));
+  return () => {
+    try {
+      if (readFileSync(lockFile, "utf8").trim() === String(process.pid)) rmSync(lockFile);
+    } catch {}
+  };
+}
+
+/** Opens PGlite: persisted under `dataDir`, or in memory when dataDir is undefined. */
+export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
+  let unlock = () => {};
+  let client: PGlite;
+  if (dataDir) {
+    const dir = resolve(dataDir);
+    mkdirSync(dir, { recursive: true });
+    unlock = lockDataDir(dir);
+    client = await PGlite.create(join(dir, "pg"));
+  } else {
+    client = await PGlite.create();
+  }
+  const db = drizzle(client, { schema }) as unknown as Db;
+  let closed = false;
+  return {
+    db,
+    driver: "pglite",
+    description: dataDir ? `pglite:${resolve(dataDir)}` : "pglite:memory",
+    async query<T>(text: string, params: unknown[] = []) {
+      const r = await client.query(text, params as any[]);
+      return r.rows as T[];
+    },
+    async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000) {
+      await client.transaction(async (tx) => {
+        await tx.query(`DECLARE commitops_cursor NO SCROLL CURSOR FOR ${text}`, params as any[]);
+        for (;;) {
+          const r = await tx.query(`FETCH FORWARD ${batchSize} FROM commitops_cursor`);
+          if (r.rows.length === 0) break;
+          await onBatch(r.rows as T[]);
+          if (r.rows.length < batchSize) break;
+        }
+        await tx.query("CLOSE commitops_cursor");
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.close();
+      unlock();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { eq } from "drizzle-orm";
+import { organizations } from "../db/schema/index.ts";
+import { createApiKey } from "../auth/apiKeys.ts";
+import type { Services } from "../services.ts";
+import { demoSeeders } from "./seeders.ts";
+
+export interface DemoSeedResult {
+  orgId: string;
+  created: boolean;
+  /** Present only when the org was created now: the key is shown once. */
+  apiKey?: string;
+}
+
+/**
+ * Creates the demo organization once (idempotent: it is found by its `is_demo` flag), then runs
+ * every feature's demo seeder (lib/demo/seeders.ts), each idempotent too.
+ */
+export async function seedDemo(s: Services): Promise<DemoSeedResult> {
+  const result = await s.db.transaction(async (tx) => {
+    await tx.execute(rawLock());
+    const [existing] = await tx.select().from(organizations).where(eq(organizations.isDemo, true)).limit(1);
+    if (existing) return { orgId: existing.id, created: false } as DemoSeedResult;
+    const [org] = await tx.insert(organizations).values({ name: "Demo Org", isDemo: true }).returning();
+    const key = await createApiKey(tx, { orgId: org!.id, name: "demo admin key" });
+    return { orgId: org!.id, created: true, apiKey: key.key };
+  });
+  for (const seeder of demoSeeders) {
+    try {
+      await seeder.run(s, result.orgId);
+    } catch (e) {
+      s.log.error("demo seeder failed", { seeder: seeder.name, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return result;
+}
+
+import { sql } from "drizzle-orm";
+function rawLock() {
+  return sql`SELECT pg_advisory_xact_lock(727002)`;
+}

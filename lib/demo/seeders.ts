@@ -1,0 +1,9 @@
+import type { Services } from "../services.ts";
+
+/** Feature demo data, run in order after the demo org exists. Each must be idempotent. */
+export interface DemoSeeder {
+  name: string;
+  run(s: Services, orgId: string): Promise<void>;
+}
+
+export const demoSeeders: DemoSeeder[] = [];

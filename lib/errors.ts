@@ -1,0 +1,79 @@
+/**
+ * Domain errors. Each carries an HTTP status and a `code`; the single HTTP error handler
+ * (lib/http/errors.ts) turns them into the spec's error body. Numeric codes mean "default
+ * shape" (code = status), string codes are domain codes such as `period_not_available`.
+ */
+export type FieldErrors = Record<string, string[]>;
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | number,
+    message: string,
+    readonly type: string,
+    readonly errors: FieldErrors = {},
+    readonly detail: unknown = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(message: string, errors: FieldErrors = {}, code = "invalid_parameter") {
+    super(400, code, message, "invalid_request", errors);
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, errors: FieldErrors = {}, code = "validation_error") {
+    super(422, code, message, "validation_error", errors);
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(message = "Authentication required: send `Authorization: Bearer <token>` or `x-api-key`.", wwwAuthenticate = 'Bearer realm="commitops"') {
+    super(401, 401, message, "unauthorized", {}, null, { "WWW-Authenticate": wwwAuthenticate });
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = "This credential may not access this resource.", code: string | number = 403) {
+    super(403, code, message, "forbidden");
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = "Not found.", code = "not_found") {
+    super(404, code, message, "not_found");
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string, code: string) {
+    super(409, code, message, "conflict");
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(allow: string[]) {
+    super(405, 405, `Method not allowed here. Allowed: ${allow.join(", ")}.`, "method_not_allowed", {}, null, {
+      Allow: allow.join(", "),
+    });
+  }
+}
+
+export class TooManyRequestsError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(429, 429, "Too many requests; retry later.", "rate_limited", {}, null, {
+      "Retry-After": String(retryAfterSeconds),
+    });
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(message = "The database is unreachable; retry shortly.") {
+    super(503, "service_unavailable", message, "service_unavailable", {}, null, { "Retry-After": "5" });
+  }
+}

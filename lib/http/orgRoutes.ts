@@ -1,0 +1,21 @@
+import { Elysia } from "elysia";
+import { authenticateOrg } from "../auth/guard.ts";
+import type { Services } from "../services.ts";
+
+/**
+ * The base of every route module under /beta/v1/org/:org_id: an Elysia instance whose routes
+ * all pass the org guard first (401/403) and receive the caller as `principal`. Handlers then
+ * call `requireScope(principal, …)` for their scope.
+ */
+export function orgRoutes(s: Services, prefix: string) {
+  return new Elysia({ prefix, normalize: false }).resolve(async ({ request, params }) => ({
+    principal: await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? "")),
+  }));
+}
+
+/** A route module: given the services and its URL prefix (from its folder), the routes. */
+export type RouteModule = (s: Services, prefix: string) => Elysia<any, any, any, any, any, any, any>;
+
+export function defineRoutes<T extends RouteModule>(fn: T): T {
+  return fn;
+}

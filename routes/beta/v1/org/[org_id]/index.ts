@@ -1,0 +1,18 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../lib/http/orgRoutes.ts";
+import { getOrganization } from "../../../../../lib/orgs/service.ts";
+
+const Organization = t.Object({
+  id: t.String({ format: "uuid" }),
+  name: t.String(),
+  parent_id: t.Union([t.String({ format: "uuid" }), t.Null()]),
+  created_at: t.String({ format: "date-time" }),
+});
+
+/** The caller's organization: any valid credential of the org may read it. */
+export default defineRoutes((s, prefix) =>
+  orgRoutes(s, prefix).get("/", async ({ principal }) => getOrganization(s.db, principal.orgId), {
+    response: { 200: Organization },
+    detail: { tags: ["Organization"], summary: "The organization of the path", security: [{ bearer: [] }] },
+  }),
+);

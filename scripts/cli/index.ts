@@ -1,0 +1,78 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "../../lib/config.ts";
+import { createLogger } from "../../lib/log.ts";
+import { openDb } from "../../lib/db/index.ts";
+import { DataDirLockedError } from "../../lib/db/pglite.ts";
+import { createServices } from "../../lib/services.ts";
+import { AppError } from "../../lib/errors.ts";
+import { CliError, type CliCommand } from "./types.ts";
+import { coreCommands } from "./core.ts";
+
+/** Every command; features append theirs (one file per feature in scripts/cli/). */
+export const commands: CliCommand[] = [...coreCommands];
+
+function help(): string {
+  return [
+    "usage: commitops <command> [--flags]",
+    "",
+    "  serve                     start the server (same as npm start)",
+    ...commands.map((c) => `  ${`${c.group} ${c.name}`.padEnd(25)} ${c.summary}`),
+    "",
+    "Every command takes --json. Database: DATABASE_URL, else the embedded one under DATA_DIR (./.data).",
+  ].join("\n");
+}
+
+/** Runs one CLI invocation; returns the process exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  const [group, name, ...rest] = argv;
+  if (!group || group === "help" || group === "--help" || group === "-h") {
+    console.log(help());
+    return group ? 0 : 2;
+  }
+  const cmd = commands.find((c) => c.group === group && c.name === name);
+  if (!cmd) {
+    console.error(`unknown command: ${[group, name].filter(Boolean).join(" ")}\n\n${help()}`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...cmd.options, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, allowPositionals: true, strict: true });
+  } catch (e) {
+    console.error(`${(e as Error).message}\nusage: commitops ${cmd.usage}`);
+    return 2;
+  }
+  const { values, positionals } = parsed as { values: Record<string, any>; positionals: string[] };
+  if (values.help) {
+    console.log(`usage: commitops ${cmd.usage}\n${cmd.summary}`);
+    return 0;
+  }
+  const config = loadConfig();
+  let handle;
+  try {
+    handle = cmd.noDb ? undefined : await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: true });
+  } catch (e) {
+    if (e instanceof DataDirLockedError) {
+      console.error(`error: ${e.message}`);
+      return 3;
+    }
+    throw e;
+  }
+  const s = createServices(handle as any, config, createLogger(values.json ? "silent" : "warn", (l) => process.stderr.write(l + "\n")));
+  try {
+    const result = await cmd.run(s, values, positionals);
+    if (values.json) console.log(JSON.stringify(result, null, 2));
+    else console.log(cmd.human ? cmd.human(result) : JSON.stringify(result, null, 2));
+    return 0;
+  } catch (e) {
+    if (e instanceof CliError || e instanceof AppError) {
+      const msg = e.message + (e instanceof AppError && Object.keys(e.errors).length ? ` (${JSON.stringify(e.errors)})` : "");
+      if (values.json) console.log(JSON.stringify({ error: msg }));
+      console.error(`error: ${msg}`);
+      return 1;
+    }
+    console.error(`error: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    await handle?.close();
+  }
+}
