@@ -1,3 +1,4 @@
 // Every table of the service. One file per domain; add an export line for a new file, then
 // run `npm run db:generate` to regenerate the migration.
 export * from "./core.ts";
+export * from "./billing.ts";

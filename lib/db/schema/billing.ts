@@ -1,0 +1,150 @@
+import { sql } from "drizzle-orm";
+import { bigserial, boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { organizations } from "./core.ts";
+
+/** Money and quantities: exact decimals in the database (drizzle returns them as strings). */
+const money = (name: string) => numeric(name, { precision: 30, scale: 10 });
+
+/** Linked accounts (FOCUS SubAccount) and billing accounts, discovered from billing data. */
+export const cloudAccounts = pgTable(
+  "cloud_accounts",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    /** The provider's account id (AWS account, Azure subscription, GCP project). */
+    accountId: text("account_id").notNull(),
+    name: text("name"),
+    billingAccountId: text("billing_account_id"),
+    billingAccountName: text("billing_account_name"),
+    /** Child organization this account's costs are attributed to (partner → customer). */
+    childOrgId: uuid("child_org_id").references(() => organizations.id, { onDelete: "set null" }),
+    firstSeenAt: timestamp("first_seen_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("cloud_accounts_org_provider_account_uq").on(t.orgId, t.provider, t.accountId)],
+);
+
+/** Invoice state of one billing month per org and provider. */
+export const billingPeriods = pgTable(
+  "billing_periods",
+  {
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    /** First day of the month (UTC). */
+    month: date("month").notNull(),
+    status: text("status", { enum: ["open", "closed"] }).notNull().default("open"),
+    closedAt: timestamp("closed_at", { withTimezone: true }),
+    /** Set once the freeze job has snapshotted every report of this period. */
+    frozenAt: timestamp("frozen_at", { withTimezone: true }),
+  },
+  (t) => [uniqueIndex("billing_periods_pk").on(t.orgId, t.provider, t.month)],
+);
+
+/** One import of a FOCUS file (for replace-on-reimport and audit). */
+export const billingImports = pgTable("billing_imports", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+  fileName: text("file_name").notNull(),
+  rowsImported: integer("rows_imported").notNull().default(0),
+  rowsRejected: integer("rows_rejected").notNull().default(0),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * FOCUS cost-and-usage rows (1.0–1.2 columns used by the reports; the rest kept in `extra`).
+ * Indexed by org + billing period: every report reads one org's month.
+ */
+export const billingLineItems = pgTable(
+  "billing_line_items",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    importId: uuid("import_id").references(() => billingImports.id, { onDelete: "set null" }),
+    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    billingAccountId: text("billing_account_id").notNull(),
+    billingAccountName: text("billing_account_name"),
+    subAccountId: text("sub_account_id"),
+    subAccountName: text("sub_account_name"),
+    billingCurrency: text("billing_currency").notNull().default("USD"),
+    /** First day of the billing month (from BillingPeriodStart). */
+    billingPeriod: date("billing_period").notNull(),
+    chargePeriodStart: timestamp("charge_period_start", { withTimezone: true }).notNull(),
+    chargePeriodEnd: timestamp("charge_period_end", { withTimezone: true }).notNull(),
+    chargeCategory: text("charge_category").notNull(), // Usage, Purchase, Tax, Credit, Adjustment
+    chargeClass: text("charge_class"), // null or Correction
+    chargeFrequency: text("charge_frequency"), // One-Time, Recurring, Usage-Based (normalized case)
+    chargeDescription: text("charge_description"),
+    billedCost: money("billed_cost").notNull(),
+    effectiveCost: money("effective_cost").notNull(),
+    listCost: money("list_cost"),
+    contractedCost: money("contracted_cost"),
+    pricingCategory: text("pricing_category"), // Standard, Dynamic, Committed, Other
+    pricingQuantity: money("pricing_quantity"),
+    pricingUnit: text("pricing_unit"),
+    consumedQuantity: money("consumed_quantity"),
+    consumedUnit: text("consumed_unit"),
+    commitmentDiscountId: text("commitment_discount_id"),
+    commitmentDiscountCategory: text("commitment_discount_category"), // Spend, Usage
+    commitmentDiscountType: text("commitment_discount_type"),
+    commitmentDiscountStatus: text("commitment_discount_status"), // Used, Unused
+    commitmentDiscountName: text("commitment_discount_name"),
+    commitmentDiscountQuantity: money("commitment_discount_quantity"),
+    commitmentDiscountUnit: text("commitment_discount_unit"),
+    regionId: text("region_id"),
+    regionName: text("region_name"),
+    serviceCategory: text("service_category"),
+    serviceName: text("service_name"),
+    resourceId: text("resource_id"),
+    resourceType: text("resource_type"),
+    skuId: text("sku_id"),
+    skuPriceId: text("sku_price_id"),
+    tags: jsonb("tags"),
+    /** Columns the reports do not use, kept for audit (x_ columns, newer FOCUS columns). */
+    extra: jsonb("extra"),
+  },
+  (t) => [
+    index("billing_line_items_org_period_idx").on(t.orgId, t.billingPeriod, t.provider),
+    index("billing_line_items_commitment_idx").on(t.orgId, t.commitmentDiscountId).where(sql`${t.commitmentDiscountId} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Commitment inventory: derived from billing data (Purchase/Used/Unused rows) or added by a
+ * purchase (auto-purchase ledger). `insured` ones are the service's `_gris` product.
+ */
+export const commitments = pgTable(
+  "commitments",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    /** The provider's id (FOCUS CommitmentDiscountId / ARN / reservation id). */
+    providerCommitmentId: text("provider_commitment_id").notNull(),
+    name: text("name"),
+    /** DESIGN §5 commitment_type (reserved_instance, compute_savings_plan, reservation, …). */
+    commitmentType: text("commitment_type").notNull(),
+    /** FOCUS CommitmentDiscountCategory: Spend or Usage. */
+    category: text("category"),
+    contractTerm: text("contract_term"), // one_year, three_year, thirty_day_gris, one_year_gris
+    paymentOption: text("payment_option"), // no_upfront, partial_upfront, all_upfront
+    offeringClass: text("offering_class"), // standard, convertible, null
+    region: text("region"),
+    instanceType: text("instance_type"),
+    instanceFamily: text("instance_family"),
+    startsAt: timestamp("starts_at", { withTimezone: true }),
+    endsAt: timestamp("ends_at", { withTimezone: true }),
+    /** Resource count (RI/reservation/resource CUD) or $/hour (savings plan / spend CUD). */
+    amount: money("amount"),
+    upfrontCost: money("upfront_cost"),
+    recurringHourlyCost: money("recurring_hourly_cost"),
+    holdingAccountId: text("holding_account_id"),
+    insured: boolean("insured").notNull().default(false),
+    feeRate: money("fee_rate"),
+    lockInEndsAt: timestamp("lock_in_ends_at", { withTimezone: true }),
+    source: text("source", { enum: ["billing", "purchase"] }).notNull().default("billing"),
+    /** The purchase that created it, when source = purchase. */
+    purchaseId: uuid("purchase_id"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("commitments_org_provider_cid_uq").on(t.orgId, t.provider, t.providerCommitmentId)],
+);
