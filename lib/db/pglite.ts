@@ -38,6 +38,31 @@ function lockDataDir(dir: string): () => void {
   };
 }
 
+export interface PgliteAssets {
+  pgliteWasm: ArrayBuffer;
+  initdbWasm: ArrayBuffer;
+  fsBundle: ArrayBuffer;
+}
+
+let assetLoader: (() => Promise<PgliteAssets>) | undefined;
+/**
+ * The compiled binary has no node_modules: its entry embeds PGlite's wasm, initdb wasm and
+ * data bundle and hands them over here.
+ */
+export function setPgliteAssets(loader: () => Promise<PgliteAssets>) {
+  assetLoader = loader;
+}
+
+async function pgliteOptions() {
+  if (!assetLoader) return {};
+  const a = await assetLoader();
+  return {
+    pgliteWasmModule: await WebAssembly.compile(a.pgliteWasm),
+    initdbWasmModule: await WebAssembly.compile(a.initdbWasm),
+    fsBundle: new Blob([a.fsBundle]),
+  };
+}
+
 /** Opens PGlite: persisted under `dataDir`, or in memory when dataDir is undefined. */
 export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
   let unlock = () => {};
@@ -46,9 +71,9 @@ export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
     const dir = resolve(dataDir);
     mkdirSync(dir, { recursive: true });
     unlock = lockDataDir(dir);
-    client = await PGlite.create(join(dir, "pg"));
+    client = await PGlite.create({ dataDir: join(dir, "pg"), ...(await pgliteOptions()) });
   } else {
-    client = await PGlite.create();
+    client = await PGlite.create({ ...(await pgliteOptions()) });
   }
   const db = drizzle(client, { schema }) as unknown as Db;
   let closed = false;

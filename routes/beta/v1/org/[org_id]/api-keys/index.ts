@@ -1,0 +1,31 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { createOrgApiKey, listOrgApiKeys, revokeOrgApiKey } from "../../../../../../lib/auth/apiKeyAdmin.ts";
+import { ApiKeyView, CreateApiKeyBody, CreatedApiKeyView, ListQuery } from "./model.ts";
+
+const tags = ["API keys"];
+
+export default defineRoutes((s, prefix) =>
+  orgRoutes(s, prefix)
+    .get("/", ({ principal, query }) => listOrgApiKeys(s.db, principal, query.include_revoked ?? false), {
+      query: ListQuery,
+      response: { 200: t.Array(ApiKeyView) },
+      detail: { tags, summary: "List the organization's API keys (never the secrets)" },
+    })
+    .post("/", ({ principal, body }) => createOrgApiKey(s.db, principal, body), {
+      body: CreateApiKeyBody,
+      response: { 200: CreatedApiKeyView },
+      detail: { tags, summary: "Create an API key; the secret is shown once" },
+    })
+    .delete(
+      "/:key_id",
+      async ({ principal, params, set }) => {
+        await revokeOrgApiKey(s.db, principal, params.key_id);
+        set.status = 204;
+      },
+      {
+        params: t.Object({ org_id: t.String(), key_id: t.String({ format: "uuid" }) }),
+        detail: { tags, summary: "Revoke an API key" },
+      },
+    ),
+);

@@ -1,0 +1,32 @@
+import { t } from "elysia";
+import { SCOPES } from "../../../../../../lib/auth/scopes.ts";
+
+export const ScopeEnum = t.Union(SCOPES.map((s) => t.Literal(s)));
+
+export const CreateApiKeyBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 100, description: "What the key is for" }),
+    scopes: t.Optional(t.Array(ScopeEnum, { minItems: 1, uniqueItems: true, description: "Defaults to the caller's scopes" })),
+  },
+  { additionalProperties: false },
+);
+
+export const ApiKeyView = t.Object({
+  id: t.String({ format: "uuid" }),
+  name: t.String(),
+  prefix: t.String({ description: "First characters of the key, to tell keys apart" }),
+  scopes: t.Array(t.String()),
+  created_at: t.String({ format: "date-time" }),
+  last_used_at: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  revoked_at: t.Union([t.String({ format: "date-time" }), t.Null()]),
+});
+
+export const CreatedApiKeyView = t.Object({
+  id: t.String({ format: "uuid" }),
+  name: t.String(),
+  prefix: t.String(),
+  scopes: t.Array(t.String()),
+  api_key: t.String({ description: "The secret: shown only in this response" }),
+});
+
+export const ListQuery = t.Object({ include_revoked: t.Optional(t.Boolean({ default: false })) }, { additionalProperties: false });

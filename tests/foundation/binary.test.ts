@@ -1,0 +1,30 @@
+import { expect, test } from "bun:test";
+import { mkdtempSync, copyFileSync, existsSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { freePort, startProcess, waitFor } from "../helpers/process.ts";
+
+const root = join(import.meta.dir, "../..");
+
+test("the compiled binary serves /readyz from a directory with no node_modules", async () => {
+  const build = mkdtempSync(join(tmpdir(), "commitops-build-"));
+  const outfile = join(build, "commitops");
+  const r = spawnSync(process.execPath, [join(root, "scripts/build.ts")], { cwd: root, env: { ...process.env, OUTFILE: outfile }, encoding: "utf8" });
+  expect(r.status).toBe(0);
+  const run = mkdtempSync(join(tmpdir(), "commitops-run-"));
+  copyFileSync(outfile, join(run, "commitops"));
+  expect(readdirSync(run)).toEqual(["commitops"]);
+  const port = await freePort();
+  const p = startProcess(join(run, "commitops"), [], { cwd: run, env: { PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(run, "data"), DATABASE_URL: "", LOG_LEVEL: "warn" } });
+  try {
+    const res = await waitFor(`http://127.0.0.1:${port}/readyz`, 200, 90_000);
+    expect((await res.json()).database).toBe("pglite");
+    expect(p.output()).toContain("Demo org:");
+    expect(existsSync(join(run, "node_modules"))).toBe(false);
+  } finally {
+    await p.stop();
+    rmSync(build, { recursive: true, force: true });
+    rmSync(run, { recursive: true, force: true });
+  }
+}, 180_000);

@@ -1,0 +1,79 @@
+import { expect, test } from "bun:test";
+import { describeEachDb } from "../helpers/db.ts";
+import { useTestApp } from "../helpers/app.ts";
+
+/** Every error answer carries the spec's body (SPEC "Errors", DESIGN §4). */
+async function expectErrorBody(r: Response, status: number, code: string | number) {
+  expect(r.status).toBe(status);
+  expect(r.headers.get("content-type")).toContain("application/json");
+  const b = await r.json();
+  expect(typeof b.error).toBe("string");
+  expect(typeof b.message).toBe("string");
+  expect(b.message.length).toBeGreaterThan(0);
+  expect(typeof b.errors).toBe("object");
+  expect(Number.isNaN(Date.parse(b.timestamp))).toBe(false);
+  expect(typeof b.type).toBe("string");
+  expect(b.code).toBe(code);
+  expect(JSON.stringify(b)).not.toMatch(/\bat .*\.ts:\d+|node_modules|stack/i);
+  return b;
+}
+
+describeEachDb("error shapes", (driver) => {
+  const t = useTestApp(driver);
+
+  test("malformed JSON → 400 invalid_request", async () => {
+    const r = await t.orgRequest("POST", "/api-keys", { rawBody: '{"name": "x",' });
+    await expectErrorBody(r, 400, "invalid_request");
+  });
+
+  test("invalid query parameter → 400 naming the parameter", async () => {
+    const r = await t.orgRequest("GET", "/api-keys?include_revoked=perhaps");
+    const b = await expectErrorBody(r, 400, "invalid_parameter");
+    expect(Object.keys(b.errors)).toContain("include_revoked");
+  });
+
+  test("body failing validation → 422 with each field named", async () => {
+    const r = await t.orgRequest("POST", "/api-keys", { body: { name: "", scopes: ["reports:read", "root:everything"] } });
+    const b = await expectErrorBody(r, 422, "validation_error");
+    expect(Object.keys(b.errors).some((k) => k.startsWith("name"))).toBe(true);
+    expect(Object.keys(b.errors).some((k) => k.startsWith("scopes"))).toBe(true);
+  });
+
+  test("unknown body field → 422", async () => {
+    const r = await t.orgRequest("POST", "/api-keys", { body: { name: "ci", admin: true } });
+    const b = await expectErrorBody(r, 422, "validation_error");
+    expect(Object.keys(b.errors)).toContain("admin");
+  });
+
+  test("unknown path → 404", async () => {
+    await expectErrorBody(await t.request("GET", "/no/such/thing"), 404, "not_found");
+    await expectErrorBody(await t.orgRequest("GET", "/no-such-resource"), 404, "not_found");
+  });
+
+  test("wrong method on a known path → 405 with Allow", async () => {
+    const r = await t.orgRequest("PATCH", "/api-keys");
+    expect(r.headers.get("allow")).toContain("GET");
+    expect(r.headers.get("allow")).toContain("POST");
+    await expectErrorBody(r, 405, 405);
+  });
+
+  test("revoke of an unknown key → 404; bad key id → 400", async () => {
+    await expectErrorBody(await t.orgRequest("DELETE", `/api-keys/${crypto.randomUUID()}`), 404, "not_found");
+    await expectErrorBody(await t.orgRequest("DELETE", `/api-keys/not-a-uuid`), 400, "invalid_parameter");
+  });
+
+  test("API key lifecycle over HTTP: create (secret once), list without secrets, scoped key limited, revoke", async () => {
+    const c = await t.orgRequest("POST", "/api-keys", { body: { name: "reporting", scopes: ["reports:read"] } });
+    expect(c.status).toBe(200);
+    const created = await c.json();
+    expect(created.api_key).toStartWith("co_");
+    const list = await (await t.orgRequest("GET", "/api-keys")).json();
+    expect(list.find((k: any) => k.id === created.id)).toBeDefined();
+    expect(JSON.stringify(list)).not.toContain(created.api_key);
+    // a key without every scope may not manage keys: 403 insufficient_scope
+    const r = await t.orgRequest("GET", "/api-keys", { key: created.api_key });
+    await expectErrorBody(r, 403, "insufficient_scope");
+    expect((await t.orgRequest("DELETE", `/api-keys/${created.id}`)).status).toBe(204);
+    expect((await t.orgRequest("GET", "/", { key: created.api_key })).status).toBe(401);
+  });
+});
