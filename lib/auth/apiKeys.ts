@@ -40,21 +40,25 @@ export async function revokeApiKey(db: DbOrTx, keyId: string, orgId?: string): P
 
 const lastTouched = new Map<string, number>();
 
-/** Resolver for org API keys (`co_…`). Revoked keys resolve to nothing (→ 401). */
-export function apiKeyResolver(db: DbOrTx): (token: string) => Promise<Principal | null> {
+type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
+
+/**
+ * Resolver for org API keys (`co_…`). Revoked keys resolve to nothing (→ 401). It runs on every
+ * request, so it is one indexed lookup in plain SQL (no query building).
+ */
+export function apiKeyResolver(db: DbOrTx, query: Query): (token: string) => Promise<Principal | null> {
   return async (token) => {
     if (!token.startsWith(`${API_KEY_PREFIX}_`)) return null;
-    const [row] = await db
-      .select({ id: apiKeys.id, orgId: apiKeys.orgId, scopes: apiKeys.scopes, createdBy: apiKeys.createdBy, revokedAt: apiKeys.revokedAt })
-      .from(apiKeys)
-      .where(eq(apiKeys.keyHash, hashSecret(token)))
-      .limit(1);
-    if (!row || row.revokedAt) return null;
+    const [row] = await query<{ id: string; org_id: string; scopes: string[]; created_by: string | null; revoked_at: unknown }>(
+      "SELECT id, org_id, scopes, created_by, revoked_at FROM api_keys WHERE key_hash = $1 LIMIT 1",
+      [hashSecret(token)],
+    );
+    if (!row || row.revoked_at) return null;
     const now = Date.now();
     if ((lastTouched.get(row.id) ?? 0) < now - 60_000) {
       lastTouched.set(row.id, now);
       db.update(apiKeys).set({ lastUsedAt: new Date() }).where(eq(apiKeys.id, row.id)).catch(() => {});
     }
-    return { kind: "api_key", orgId: row.orgId, scopes: row.scopes.filter(isScope), userId: row.createdBy, credentialId: row.id };
+    return { kind: "api_key", orgId: row.org_id, scopes: row.scopes.filter(isScope), userId: row.created_by, credentialId: row.id };
   };
 }

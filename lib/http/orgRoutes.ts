@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { authenticateOrg } from "../auth/guard.ts";
 import type { Services } from "../services.ts";
+import { RateLimiter } from "./rateLimit.ts";
 
 /**
  * The base of every route module under /beta/v1/org/:org_id: an Elysia instance whose routes
@@ -8,9 +9,17 @@ import type { Services } from "../services.ts";
  * call `requireScope(principal, …)` for their scope.
  */
 export function orgRoutes(s: Services, prefix: string) {
-  return new Elysia({ prefix, normalize: false }).resolve(async ({ request, params }) => ({
-    principal: await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? "")),
-  }));
+  const limiter = rateLimiterOf(s);
+  return new Elysia({ prefix, normalize: false }).resolve(async ({ request, params }) => {
+    const principal = await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? ""));
+    limiter.check(principal.credentialId);
+    return { principal };
+  });
+}
+
+/** One limiter per Services (per app), shared by every route module. */
+function rateLimiterOf(s: Services): RateLimiter {
+  return ((s.extras.rateLimiter as RateLimiter | undefined) ??= new RateLimiter(s.config.apiRateLimitPerMinute));
 }
 
 /** A route module: given the services and its URL prefix (from its folder), the routes. */

@@ -77,3 +77,16 @@ describeEachDb("error shapes", (driver) => {
     expect((await t.orgRequest("GET", "/", { key: created.api_key })).status).toBe(401);
   });
 });
+
+describeEachDb("API rate limit", (driver) => {
+  const t = useTestApp(driver, { config: { apiRateLimitPerMinute: 3 } });
+
+  test("over the per-credential limit → 429 with Retry-After; other credentials unaffected", async () => {
+    for (let i = 0; i < 3; i++) expect((await t.orgRequest("GET", "/")).status).toBe(200);
+    const r = await t.orgRequest("GET", "/");
+    await expectErrorBody(r, 429, 429);
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+    const other = await t.newOrg("other");
+    expect((await t.request("GET", `/beta/v1/org/${other.id}`, { key: other.key })).status).toBe(200);
+  });
+});

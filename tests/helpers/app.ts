@@ -28,7 +28,7 @@ export function useTestApp(driver: DriverName, opts: { config?: Partial<Config>;
   const ctx = {} as TestContext;
   beforeAll(async () => {
     ctx.db = await createTestDatabase(driver);
-    const config = loadConfig({ ...process.env, PUBLIC_URL: "http://localhost" }, { jobsEnabled: false, seedDemo: false, ...opts.config });
+    const config = loadConfig({ ...process.env, PUBLIC_URL: "http://localhost" }, { jobsEnabled: false, seedDemo: false, apiRateLimitPerMinute: 0, ...opts.config });
     ctx.s = createServices(ctx.db.handle, config, createLogger("silent"), { now: opts.now, extras: opts.extras });
     ctx.app = createApp(ctx.s);
     ctx.newOrg = async (name = "Test org", scopes?: string[]) => {

@@ -1,0 +1,31 @@
+import { TooManyRequestsError } from "../errors.ts";
+
+/**
+ * Per-credential request limit of the Beta API: a sliding pair of one-minute windows kept in
+ * process memory. With several replicas each enforces it on its own share of the traffic (the
+ * limit protects the service, it is not a billing quota), so no database round trip is spent.
+ */
+export class RateLimiter {
+  private windows = new Map<string, { start: number; count: number; previous: number }>();
+
+  constructor(private readonly perMinute: number, private readonly now: () => number = Date.now) {}
+
+  /** Throws 429 with Retry-After when `key` is over its limit. A limit of 0 disables it. */
+  check(key: string): void {
+    if (this.perMinute <= 0) return;
+    const t = this.now();
+    const minute = Math.floor(t / 60_000) * 60_000;
+    let w = this.windows.get(key);
+    if (!w || w.start < minute - 60_000) w = { start: minute, count: 0, previous: 0 };
+    else if (w.start < minute) w = { start: minute, count: 0, previous: w.count };
+    const weight = 1 - (t - minute) / 60_000;
+    const estimated = w.previous * weight + w.count;
+    if (estimated >= this.perMinute) {
+      this.windows.set(key, w);
+      throw new TooManyRequestsError(Math.max(1, Math.ceil((minute + 60_000 - t) / 1000)));
+    }
+    w.count++;
+    this.windows.set(key, w);
+    if (this.windows.size > 100_000) this.windows.clear();
+  }
+}
