@@ -5,12 +5,12 @@ import { RateLimiter } from "./rateLimit.ts";
 
 /**
  * The base of every route module under /beta/v1/org/:org_id: an Elysia instance whose routes
- * all pass the org guard first (401/403) and receive the caller as `principal`. Handlers then
+ * all pass the org guard first (401/403; `derive` runs before body validation, so an anonymous caller never learns the schema) and receive the caller as `principal`. Handlers then
  * call `requireScope(principal, …)` for their scope.
  */
 export function orgRoutes(s: Services, prefix: string) {
   const limiter = rateLimiterOf(s);
-  return new Elysia({ prefix, normalize: false }).resolve(async ({ request, params }) => {
+  return new Elysia({ prefix, normalize: false }).derive(async ({ request, params }) => {
     const principal = await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? ""));
     limiter.check(principal.credentialId);
     return { principal };

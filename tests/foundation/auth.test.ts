@@ -60,3 +60,16 @@ describeEachDb("org guard", (driver) => {
     }
   });
 });
+
+describeEachDb("guard before validation", (driver) => {
+  const t = useTestApp(driver);
+  test("no token with an invalid body → 401, not 422", async () => {
+    const r = await t.orgRequest("POST", "/api-keys", { key: null, body: { bogus: 1 } });
+    expect(r.status).toBe(401);
+  });
+  test("other org's key with an invalid body → 403, not 422", async () => {
+    const other = await t.newOrg("other");
+    const r = await t.orgRequest("POST", "/api-keys", { key: other.key, body: { bogus: 1 } });
+    expect(r.status).toBe(403);
+  });
+});

@@ -1,0 +1,62 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { requireScope } from "../../../../../../lib/auth/guard.ts";
+import { NotFoundError } from "../../../../../../lib/errors.ts";
+import { fileSupportTicket, getSupportTicket } from "../../../../../../lib/support/tickets.ts";
+import { BugReportBody, FeatureRequestBody, SupportTicket, SupportTicketResult } from "./model.ts";
+
+const tags = ["Support"];
+const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKey: [] }];
+
+export default defineRoutes((s, prefix) =>
+  orgRoutes(s, prefix)
+    .post(
+      "/bug-reports",
+      ({ principal, body }) => {
+        requireScope(principal, "support:write");
+        return fileSupportTicket(s, principal, { kind: "bug", input: body });
+      },
+      {
+        body: BugReportBody,
+        response: { 200: SupportTicketResult },
+        detail: {
+          tags,
+          security,
+          summary: "File a bug report",
+          description:
+            "Files a ticket for the service team (scope `support:write`). Always 200: `status` says whether a ticket was `created`, the organization hit its daily cap (`rate_limited`) or filing is disabled (`not_filed`). Repeated reports are stored, not refused.",
+        },
+      },
+    )
+    .post(
+      "/feature-requests",
+      ({ principal, body }) => {
+        requireScope(principal, "support:write");
+        return fileSupportTicket(s, principal, { kind: "feature", input: body });
+      },
+      {
+        body: FeatureRequestBody,
+        response: { 200: SupportTicketResult },
+        detail: {
+          tags,
+          security,
+          summary: "Request a capability the platform lacks",
+          description: "Same results as a bug report (scope `support:write`).",
+        },
+      },
+    )
+    .get(
+      "/tickets/:ticket_key",
+      async ({ principal, params }) => {
+        requireScope(principal, "support:write");
+        const ticket = await getSupportTicket(s.db, params.ticket_key, principal.orgId);
+        if (!ticket) throw new NotFoundError("No such support ticket in this organization.");
+        return ticket;
+      },
+      {
+        params: t.Object({ org_id: t.String(), ticket_key: t.String({ maxLength: 40 }) }),
+        response: { 200: SupportTicket },
+        detail: { tags, security, summary: "Read back a ticket this organization filed (its `ticket_url`)" },
+      },
+    ),
+);
