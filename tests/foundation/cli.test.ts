@@ -28,7 +28,7 @@ describe("commitops CLI and server start-up", () => {
     expect(JSON.parse(child.stdout).parent_id).toBe(out.org_id);
     const keys = commitops(["apikey", "list", "--org", out.org_id, "--json"], env);
     expect(JSON.parse(keys.stdout)[0].scopes.length).toBe(7);
-  });
+  }, 180_000);
 
   test("user create, member add, apikey create/revoke", () => {
     const org = JSON.parse(commitops(["org", "create", "--name", "Beta", "--json"], env).stdout);
@@ -38,7 +38,7 @@ describe("commitops CLI and server start-up", () => {
     const k = JSON.parse(commitops(["apikey", "create", "--org", org.org_id, "--scopes", "reports:read", "--json"], env).stdout);
     expect(k.scopes).toEqual(["reports:read"]);
     expect(commitops(["apikey", "revoke", "--id", k.key_id, "--json"], env).code).toBe(0);
-  });
+  }, 180_000);
 
   test("bad input: clear message and non-zero exit", () => {
     const noName = commitops(["org", "create"], env);
@@ -52,7 +52,7 @@ describe("commitops CLI and server start-up", () => {
     const unknown = commitops(["frobnicate", "now"], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command");
-  });
+  }, 180_000);
 
   test("server: seeds the demo org once, CLI refuses the held database clearly, SIGTERM exits cleanly", async () => {
     const port = await freePort();

@@ -1,0 +1,166 @@
+/**
+ * Plan generation (DESIGN §9): the segment's hourly usage over the lookback, minus the coverage
+ * of active commitments (those in renewal_commitment_ids count as expiring), sized per group
+ * and contract spec by lib/planning/optimize.ts with prices from lib/pricing, then fitted to
+ * the upfront budget. Plans and their items are stored with a status.
+ */
+import { and, eq } from "drizzle-orm";
+import type { DbOrTx } from "../db/index.ts";
+import { commitmentPlanItems, commitmentPlans, commitments } from "../db/schema/index.ts";
+import type { Segment } from "../segments/service.ts";
+import type { TemplateConfiguration } from "../templates/service.ts";
+import { SPEND_BASED_TYPES, type Provider } from "../templates/enums.ts";
+import { sizeCommitments, type PlanningGroup, type SizingResult } from "./optimize.ts";
+import { groupQuotes } from "./quotes.ts";
+import { familyOf, segmentHourlyUsage } from "./usage.ts";
+import { queryRows } from "../billing/sql.ts";
+
+const HOUR = 3_600_000;
+
+export interface GeneratedPlan {
+  provider: Provider;
+  usageFrom: Date;
+  usageTo: Date;
+  groupCount: number;
+  sizing: SizingResult;
+}
+
+interface ActiveCommitment {
+  commitmentType: string;
+  region: string | null;
+  instanceType: string | null;
+  instanceFamily: string | null;
+  amount: number;
+}
+
+async function activeCommitments(db: DbOrTx, orgId: string, provider: Provider, now: Date, renewing: Set<string>): Promise<ActiveCommitment[]> {
+  const rows = await db.select().from(commitments).where(and(eq(commitments.orgId, orgId), eq(commitments.provider, provider)));
+  return rows
+    .filter((c) => !renewing.has(c.id) && (!c.startsAt || c.startsAt <= now) && (!c.endsAt || c.endsAt > now) && Number(c.amount ?? 0) > 0)
+    .map((c) => ({ commitmentType: c.commitmentType, region: c.region, instanceType: c.instanceType, instanceFamily: c.instanceFamily, amount: Number(c.amount) }));
+}
+
+async function latestUsageEnd(db: DbOrTx, orgId: string, provider: Provider, now: Date): Promise<Date | null> {
+  const [r] = await queryRows<{ e: string | Date | null }>(
+    db,
+    `SELECT max(charge_period_end) AS e FROM billing_line_items WHERE org_id = $1::uuid AND provider = $2 AND charge_category = 'Usage' AND charge_period_start < $3::timestamptz`,
+    [orgId, provider, now.toISOString()],
+  );
+  return r?.e ? new Date(r.e) : null;
+}
+
+export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, config: TemplateConfiguration, now: Date): Promise<GeneratedPlan> {
+  // Billing data lands hours or days late: the window ends at the last hour with usage, so
+  // the not-yet-billed hours do not read as idle ones.
+  const latest = await latestUsageEnd(db, orgId, segment.provider, now);
+  const usageTo = new Date(Math.floor(Math.min(now.getTime(), latest?.getTime() ?? now.getTime()) / HOUR) * HOUR);
+  const usageFrom = new Date(usageTo.getTime() - config.lookback_days * 24 * HOUR);
+  const provider = segment.provider;
+  const usage = await segmentHourlyUsage(db, orgId, { provider, from: usageFrom, to: usageTo, filters: segment.filters, resourceIds: config.resource_ids });
+  const refs = await groupQuotes(db, orgId, provider, usage, config.contract_specs);
+  const active = await activeCommitments(db, orgId, provider, now, new Set(config.renewal_commitment_ids.map((x) => x.toLowerCase())));
+
+  const groups: (PlanningGroup & { meanCost: number; refOd: number })[] = [];
+  for (const u of usage) {
+    const ref = refs.get(u.key);
+    if (!ref || !ref.quotes.length) continue;
+    const units = new Float64Array(u.hourlyCost.length);
+    let sum = 0;
+    for (let h = 0; h < units.length; h++) {
+      units[h] = u.hourlyCost[h]! / ref.ondemandHourlyRate;
+      sum += u.hourlyCost[h]!;
+    }
+    // Resource commitments of this family and region cover their normalized size.
+    let coverage = 0;
+    for (const c of active) {
+      if (SPEND_BASED_TYPES.has(c.commitmentType)) continue;
+      const fam = c.instanceFamily ?? (c.instanceType ? familyOf(provider, c.instanceType) : null);
+      if (fam !== u.instanceFamily || (c.region && c.region !== u.region)) continue;
+      const rate = (c.instanceType && ref.ratesByInstanceType.get(c.instanceType)) || ref.ondemandHourlyRate;
+      coverage += (c.amount * rate) / ref.ondemandHourlyRate;
+    }
+    groups.push({ key: u.key, region: u.region, instanceType: ref.instanceType, usage: units, coverage, quotes: ref.quotes, meanCost: sum / Math.max(1, units.length), refOd: ref.ondemandHourlyRate });
+  }
+  // Spend-based commitments ($/hour) float across groups: their on-demand equivalent
+  // (amount / (1 − discount)) is spread over the groups they may cover by average usage.
+  for (const c of active.filter((x) => SPEND_BASED_TYPES.has(x.commitmentType))) {
+    const eligible = groups.filter((g) => !c.region || g.region === c.region);
+    const total = eligible.reduce((a, g) => a + g.meanCost, 0);
+    if (total <= 0) continue;
+    for (const g of eligible) {
+      const q = g.quotes.find((x) => x.commitmentType === c.commitmentType) ?? g.quotes.find((x) => x.spendBased);
+      const factor = q && q.ondemandHourlyRate > 0 ? q.effectiveHourlyRate / q.ondemandHourlyRate : 1;
+      const odDollars = (c.amount / (factor > 0 ? factor : 1)) * (g.meanCost / total);
+      g.coverage = (g.coverage as number) + odDollars / g.refOd;
+    }
+  }
+  return { provider, usageFrom, usageTo, groupCount: groups.length, sizing: sizeCommitments(groups, config.max_upfront_cost) };
+}
+
+export type PlanStatus = "generated" | "purchased" | "not_purchased";
+
+/** Stores a plan and its items (call inside the caller's transaction). */
+export async function savePlan(
+  tx: DbOrTx,
+  p: {
+    orgId: string;
+    segmentId: string | null;
+    templateId: string | null;
+    executionDate: string | null;
+    status: PlanStatus;
+    statusReason: string | null;
+    lookbackDays: number;
+    maxUpfrontCost: number;
+    costEstimateId?: string | null;
+    plan: GeneratedPlan;
+  },
+): Promise<string> {
+  const s = p.plan.sizing;
+  const [row] = await tx
+    .insert(commitmentPlans)
+    .values({
+      orgId: p.orgId,
+      provider: p.plan.provider,
+      segmentId: p.segmentId,
+      templateId: p.templateId,
+      costEstimateId: p.costEstimateId ?? null,
+      executionDate: p.executionDate,
+      status: p.status,
+      statusReason: p.statusReason,
+      lookbackDays: p.lookbackDays,
+      usageFrom: p.plan.usageFrom,
+      usageTo: p.plan.usageTo,
+      totalUpfrontCost: String(s.totalUpfront),
+      monthlyCost: String(s.monthlyCost),
+      monthlyNetSavings: String(s.monthlyNetSavings),
+      maxUpfrontCost: String(p.maxUpfrontCost),
+    })
+    .returning({ id: commitmentPlans.id });
+  if (s.items.length) {
+    await tx.insert(commitmentPlanItems).values(
+      s.items.map((i) => ({
+        planId: row!.id,
+        orgId: p.orgId,
+        groupKey: i.groupKey,
+        offerId: i.quote.offerId,
+        leaseMenuItemId: i.quote.leaseMenuItemId ?? null,
+        commitmentType: i.quote.commitmentType,
+        contractTerm: i.quote.contractTerm,
+        paymentOption: i.quote.paymentOption,
+        region: i.region,
+        instanceType: i.instanceType,
+        units: String(i.units),
+        amount: String(i.amount),
+        upfrontCost: String(i.upfrontCost),
+        monthlyCost: String(i.monthlyCost),
+        monthlyNetSavings: String(i.monthlyNetSavings),
+        expectedCoverage: String(Math.min(1, i.expectedCoverage)),
+        expectedUtilization: String(Math.min(1, i.expectedUtilization)),
+        durationSeconds: i.quote.durationSeconds,
+        feeRate: String(i.quote.feeRate),
+        lockInDays: i.quote.lockInDays,
+      })),
+    );
+  }
+  return row!.id;
+}

@@ -1,0 +1,253 @@
+/**
+ * Sizing commitments on an hourly usage history (pure; no database).
+ *
+ * For one commitment group (usage that one option can cover, in units per hour: instances of a
+ * SKU) and one option costing c per unit-hour (recurring + amortized upfront) against an
+ * on-demand price p per unit-hour, buying `a` units over T hours of history u_1…u_T saves
+ *
+ *   gross(a) = p·Σ_h min(u_h, a) − c·a·T
+ *
+ * gross is concave and piecewise linear in a, with slope p·#{h : u_h > a} − c·T. The slope
+ * stays positive while the fraction of hours with usage above a exceeds c/p = 1 − d (d the
+ * option's discount vs on-demand), so the optimum is the usage quantile at level d: with the
+ * usage sorted ascending, a* = u_(⌈d·T⌉) (a* = 0 when d ≤ 0), i.e. P(u ≥ a*) ≈ 1 − d.
+ * The service premium of insured offers is a fraction f of positive gross savings, so
+ * net = (1 − f)·gross there and the argmax is the same. tests/planning verifies it against
+ * a brute-force search.
+ */
+
+export interface UnitQuote {
+  offerId: string;
+  offerOrgId?: string;
+  leaseMenuItemId?: string;
+  commitmentType: string;
+  contractTerm: string;
+  paymentOption: string;
+  /** Recurring + amortized upfront, per unit-hour (from lib/pricing). */
+  effectiveHourlyRate: number;
+  /** On-demand price per unit-hour (from lib/pricing). */
+  ondemandHourlyRate: number;
+  /** Recurring part of the rate per unit-hour (what the provider bills hourly). */
+  recurringHourlyRate?: number;
+  /** One-time upfront per unit for the whole term. */
+  upfrontPerUnit: number;
+  durationSeconds: number;
+  feeRate: number;
+  lockInDays: number;
+  /** Spend-based types (savings plans, spend CUDs) commit to $/hour: amount = units × effective rate. */
+  spendBased: boolean;
+}
+
+export interface PlanningGroup {
+  key: string;
+  region?: string | null;
+  instanceType?: string | null;
+  /** Eligible usage per hour (units), oldest first. */
+  usage: Float64Array;
+  /** Units per hour already covered by active commitments (a constant or per hour). */
+  coverage?: number | Float64Array;
+  quotes: UnitQuote[];
+}
+
+export interface SizedOption {
+  groupKey: string;
+  region: string | null;
+  instanceType: string | null;
+  quote: UnitQuote;
+  /** Units covered per hour (instances). */
+  units: number;
+  /** Purchase amount: units, or $/hour for spend-based types. */
+  amount: number;
+  upfrontCost: number;
+  /** Over the lookback, per month of 730 h. */
+  monthlyCoveredOndemand: number;
+  monthlyCloudCost: number;
+  monthlyPremium: number;
+  monthlyCost: number;
+  monthlyGrossSavings: number;
+  monthlyNetSavings: number;
+  expectedCoverage: number;
+  expectedUtilization: number;
+}
+
+export const HOURS_PER_MONTH_PLANNING = 730;
+
+/** A group's usage sorted ascending with prefix sums: Σ min(u, a) in O(log T). */
+export class UsageProfile {
+  readonly sorted: Float64Array;
+  readonly prefix: Float64Array;
+  readonly total: number;
+  readonly eligibleTotal: number;
+  constructor(uncovered: Float64Array, eligibleTotal: number) {
+    this.sorted = Float64Array.from(uncovered).sort();
+    this.prefix = new Float64Array(this.sorted.length + 1);
+    for (let i = 0; i < this.sorted.length; i++) this.prefix[i + 1] = this.prefix[i]! + this.sorted[i]!;
+    this.total = this.prefix[this.sorted.length]!;
+    this.eligibleTotal = eligibleTotal;
+  }
+  get hours(): number {
+    return this.sorted.length;
+  }
+  /** Σ_h min(u_h, a). */
+  coveredUnits(a: number): number {
+    const s = this.sorted;
+    let lo = 0;
+    let hi = s.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (s[mid]! < a) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.prefix[lo]! + a * (s.length - lo);
+  }
+}
+
+/** Uncovered usage per hour: usage minus active coverage, never negative. */
+export function uncoveredUsage(g: PlanningGroup): Float64Array {
+  const out = new Float64Array(g.usage.length);
+  const cov = g.coverage ?? 0;
+  for (let h = 0; h < g.usage.length; h++) {
+    const c = typeof cov === "number" ? cov : cov[h] ?? 0;
+    const v = g.usage[h]! - c;
+    out[h] = v > 0 ? v : 0;
+  }
+  return out;
+}
+
+export function discountOf(q: UnitQuote): number {
+  return q.ondemandHourlyRate > 0 ? 1 - q.effectiveHourlyRate / q.ondemandHourlyRate : 0;
+}
+
+/** The financials of buying `units` of `q` against `profile`, per month of 730 hours. */
+export function evaluateUnits(g: { key: string; region?: string | null; instanceType?: string | null }, profile: UsageProfile, q: UnitQuote, units: number): SizedOption {
+  const T = profile.hours || 1;
+  const perMonth = HOURS_PER_MONTH_PLANNING / T;
+  const coveredUnits = units > 0 ? profile.coveredUnits(units) : 0;
+  const monthlyCoveredOndemand = q.ondemandHourlyRate * coveredUnits * perMonth;
+  const monthlyCloudCost = q.effectiveHourlyRate * units * HOURS_PER_MONTH_PLANNING;
+  const gross = monthlyCoveredOndemand - monthlyCloudCost;
+  const premium = q.feeRate * Math.max(gross, 0);
+  return {
+    groupKey: g.key,
+    region: g.region ?? null,
+    instanceType: g.instanceType ?? null,
+    quote: q,
+    units,
+    amount: q.spendBased ? units * q.effectiveHourlyRate : units,
+    upfrontCost: q.upfrontPerUnit * units,
+    monthlyCoveredOndemand,
+    monthlyCloudCost,
+    monthlyPremium: premium,
+    monthlyCost: monthlyCloudCost + premium,
+    monthlyGrossSavings: gross,
+    monthlyNetSavings: gross - premium,
+    expectedCoverage: profile.eligibleTotal > 0 ? coveredUnits / profile.eligibleTotal : 0,
+    expectedUtilization: units > 0 ? coveredUnits / (units * T) : 0,
+  };
+}
+
+/**
+ * The savings-maximizing number of units of `q` (the usage quantile at the discount rate).
+ * Resource commitments come in whole units: the concave optimum is at the floor or ceiling.
+ */
+export function optimalUnits(profile: UsageProfile, q: UnitQuote): number {
+  const T = profile.hours;
+  const d = discountOf(q);
+  if (T === 0 || d <= 0) return 0;
+  const k = Math.ceil(d * T - 1e-9);
+  const a = k <= 0 ? 0 : profile.sorted[Math.min(k, T) - 1]!;
+  if (q.spendBased || Number.isInteger(a)) return a;
+  const lo = Math.floor(a);
+  const hi = lo + 1;
+  const gain = (x: number) => q.ondemandHourlyRate * profile.coveredUnits(x) - q.effectiveHourlyRate * x * T;
+  return gain(hi) > gain(lo) ? hi : lo;
+}
+
+/** Best option of one group among `quotes` (highest monthly net savings), or null if none saves. */
+export function bestOption(g: PlanningGroup, profile: UsageProfile, quotes: UnitQuote[]): SizedOption | null {
+  let best: SizedOption | null = null;
+  for (const q of quotes) {
+    const units = optimalUnits(profile, q);
+    if (units <= 0) continue;
+    const o = evaluateUnits(g, profile, q, units);
+    if (o.monthlyNetSavings > 1e-9 && (!best || o.monthlyNetSavings > best.monthlyNetSavings)) best = o;
+  }
+  return best;
+}
+
+/** Largest purchasable units of `q` whose upfront fits `budget` (whole units for resource types). */
+function unitsWithinBudget(q: UnitQuote, budget: number, max: number): number {
+  if (q.upfrontPerUnit <= 0) return max;
+  const u = budget / q.upfrontPerUnit;
+  const capped = Math.min(max, q.spendBased ? u : Math.floor(u + 1e-9));
+  return capped > 0 ? capped : 0;
+}
+
+export interface SizingResult {
+  items: SizedOption[];
+  totalUpfront: number;
+  monthlyNetSavings: number;
+  monthlyCost: number;
+}
+
+/**
+ * Sizes every group, then fits the upfront budget: each group's best no-upfront choice is the
+ * fallback, and upgrades to an upfront option are taken by net monthly savings gained per
+ * upfront dollar, the last one shrunk to the remaining budget when that still beats the fallback.
+ */
+export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number): SizingResult {
+  const chosen: SizedOption[] = [];
+  const upgrades: { base: SizedOption | null; best: SizedOption; profile: UsageProfile; group: PlanningGroup; ratio: number }[] = [];
+  for (const g of groups) {
+    if (!g.quotes.length) continue;
+    const uncovered = uncoveredUsage(g);
+    let eligible = 0;
+    for (let h = 0; h < g.usage.length; h++) eligible += g.usage[h]!;
+    const profile = new UsageProfile(uncovered, eligible);
+    const best = bestOption(g, profile, g.quotes);
+    if (!best) continue;
+    if (best.upfrontCost <= 0) {
+      chosen.push(best);
+      continue;
+    }
+    const base = bestOption(g, profile, g.quotes.filter((q) => q.upfrontPerUnit <= 0));
+    const gain = best.monthlyNetSavings - (base?.monthlyNetSavings ?? 0);
+    upgrades.push({ base, best, profile, group: g, ratio: gain / best.upfrontCost });
+  }
+  upgrades.sort((a, b) => b.ratio - a.ratio || a.best.groupKey.localeCompare(b.best.groupKey));
+  let remaining = Math.max(0, maxUpfrontCost);
+  for (const u of upgrades) {
+    if (u.best.upfrontCost <= remaining + 1e-9) {
+      chosen.push(u.best);
+      remaining -= u.best.upfrontCost;
+      continue;
+    }
+    // Budget left for part of it: buy what fits of the upfront option and cover the usage
+    // above it with the best no-upfront option, sized on that residual usage.
+    const units = unitsWithinBudget(u.best.quote, remaining, u.best.units);
+    const partial = units > 0 ? evaluateUnits(u.group, u.profile, u.best.quote, units) : null;
+    let topUp: SizedOption | null = null;
+    if (partial) {
+      const residual = new Float64Array(u.profile.sorted.length);
+      for (let h = 0; h < residual.length; h++) residual[h] = Math.max(0, u.profile.sorted[h]! - units);
+      const rp = new UsageProfile(residual, u.profile.eligibleTotal);
+      topUp = bestOption(u.group, rp, u.group.quotes.filter((q) => q.upfrontPerUnit <= 0));
+    }
+    const mixed = (partial?.monthlyNetSavings ?? 0) + (topUp?.monthlyNetSavings ?? 0);
+    if (partial && mixed > (u.base?.monthlyNetSavings ?? 0) && partial.upfrontCost <= remaining + 1e-9) {
+      chosen.push(partial);
+      if (topUp) chosen.push(topUp);
+      remaining -= partial.upfrontCost;
+    } else if (u.base) chosen.push(u.base);
+  }
+  chosen.sort((a, b) => a.groupKey.localeCompare(b.groupKey) || b.upfrontCost - a.upfrontCost);
+  let totalUpfront = 0;
+  let monthlyNetSavings = 0;
+  let monthlyCost = 0;
+  for (const c of chosen) {
+    totalUpfront += c.upfrontCost;
+    monthlyNetSavings += c.monthlyNetSavings;
+    monthlyCost += c.monthlyCost;
+  }
+  return { items: chosen, totalUpfront, monthlyNetSavings, monthlyCost };
+}
