@@ -13,6 +13,26 @@ export interface Config {
   supportWebhookUrl?: string;
   /** Seed the demo organization on start. */
   seedDemo: boolean;
+  /** Browser origins allowed to call /mcp besides the public URL's own (MCP_ALLOWED_ORIGINS, comma-separated). */
+  mcpAllowedOrigins: string[];
+  /** Beta API requests per credential per minute and process (API_RATE_LIMIT_PER_MINUTE; 0 = off). */
+  apiRateLimitPerMinute: number;
+  /** OAuth: access-token lifetime in seconds (OAUTH_ACCESS_TOKEN_TTL, default 3600). */
+  oauthAccessTokenTtl: number;
+  /** OAuth: refresh-token lifetime in seconds (OAUTH_REFRESH_TOKEN_TTL, default 30 days). */
+  oauthRefreshTokenTtl: number;
+  /** OAuth: authorization-code lifetime in seconds (OAUTH_CODE_TTL, default 60). */
+  oauthCodeTtl: number;
+  /** OAuth: browser login session lifetime in seconds (OAUTH_SESSION_TTL, default 12 h). */
+  oauthSessionTtl: number;
+  /** Trust X-Forwarded-For for the client IP (login throttling) — only behind a proxy that sets it (TRUST_PROXY). */
+  trustProxy: boolean;
+  /** Upstream OpenID Connect sign-in (all three set → "Sign in with …" on the login page). */
+  oidcIssuer?: string;
+  oidcClientId?: string;
+  oidcClientSecret?: string;
+  /** Label of the upstream provider's button (OIDC_NAME, default "single sign-on"). */
+  oidcName: string;
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -35,6 +55,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),
     supportWebhookUrl: env.SUPPORT_WEBHOOK_URL || undefined,
     seedDemo: bool(env.SEED_DEMO, true),
+    mcpAllowedOrigins: (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean),
+    apiRateLimitPerMinute: Number(env.API_RATE_LIMIT_PER_MINUTE ?? 1200),
+    oauthAccessTokenTtl: Number(env.OAUTH_ACCESS_TOKEN_TTL ?? 3600),
+    oauthRefreshTokenTtl: Number(env.OAUTH_REFRESH_TOKEN_TTL ?? 30 * 86400),
+    oauthCodeTtl: Number(env.OAUTH_CODE_TTL ?? 60),
+    oauthSessionTtl: Number(env.OAUTH_SESSION_TTL ?? 12 * 3600),
+    trustProxy: bool(env.TRUST_PROXY, false),
+    oidcIssuer: env.OIDC_ISSUER?.replace(/\/+$/, "") || undefined,
+    oidcClientId: env.OIDC_CLIENT_ID || undefined,
+    oidcClientSecret: env.OIDC_CLIENT_SECRET || undefined,
+    oidcName: env.OIDC_NAME || "single sign-on",
     ...overrides,
   };
 }

@@ -7,6 +7,7 @@ import { createApp } from "../lib/http/app.ts";
 import { seedDemo } from "../lib/demo/seed.ts";
 import { jobsPlugin } from "../jobs/index.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
+import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
 
 export async function serve() {
   const config = loadConfig();
@@ -30,7 +31,11 @@ export async function serve() {
     hostname: config.host,
     // 0 disables Bun's 10 s idle timeout, which would cut SSE streams of the MCP server.
     idleTimeout: 0,
-    fetch: (req) => app.handle(req),
+    fetch: (req, server) => {
+      // Only the entry sees the socket: login throttling counts failures per client address.
+      rememberPeerAddress(req, server.requestIP(req)?.address);
+      return app.handle(req);
+    },
   });
 
   const lines = [

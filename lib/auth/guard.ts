@@ -1,6 +1,7 @@
 import { ForbiddenError, UnauthorizedError } from "../errors.ts";
 import type { Services } from "../services.ts";
 import { apiKeyResolver } from "./apiKeys.ts";
+import { oauthAccessTokenResolver } from "../oauth/resolver.ts";
 import type { Principal, TokenResolver } from "./principal.ts";
 import type { Scope } from "./scopes.ts";
 
@@ -17,8 +18,8 @@ export function presentedToken(headers: Headers): string | null {
 /** Resolvers registered by features (the OAuth server adds its access tokens). */
 export function tokenResolvers(s: Services): TokenResolver[] {
   const extra = (s.extras.tokenResolvers as TokenResolver[] | undefined) ?? [];
-  const apiKeys = apiKeyResolver(s.db);
-  return [async (t) => apiKeys(t), ...extra];
+  const apiKeys = apiKeyResolver(s.db, s.handle.query);
+  return [async (t) => apiKeys(t), oauthAccessTokenResolver(s.db, () => s.now()), ...extra];
 }
 
 export async function resolvePrincipal(s: Services, token: string, audience: string): Promise<Principal | null> {

@@ -1,0 +1,10 @@
+/** What each scope lets an application do, as shown on the consent page. */
+export const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  "reports:read": "read allocation reports",
+  "templates:read": "read commitment plan templates",
+  "templates:write": "create, change and delete commitment plan templates (and the purchases they schedule)",
+  "estimates:read": "read cost estimates",
+  "estimates:write": "create, change and delete cost estimates",
+  "support:write": "file support tickets",
+  "assistant:read": "let the assistant read commitments, coverage, utilization, spend and recommendations",
+};
