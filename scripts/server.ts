@@ -4,7 +4,7 @@ import { createLogger } from "../lib/log.ts";
 import { openDb } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
 import { createApp } from "../lib/http/app.ts";
-import { seedDemo } from "../lib/demo/seed.ts";
+import { seedDemoData, seedDemoOrganization } from "../lib/demo/seed.ts";
 import { jobsPlugin } from "../jobs/index.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
@@ -46,7 +46,9 @@ export async function serve() {
     `  MCP:      ${config.publicUrl}/mcp`,
   ];
   if (config.seedDemo) {
-    const demo = await seedDemo(s);
+    const demo = await seedDemoOrganization(s);
+    // The demo's billing months and catalog load in the background: the API answers meanwhile.
+    void seedDemoData(s, demo.orgId);
     lines.push(`  Demo org: ${demo.orgId}`);
     if (demo.apiKey) lines.push(`  Demo API key (shown once, keep it): ${demo.apiKey}`);
     else lines.push(`  Demo API key: shown at first start; make another with: npx commitops apikey create --org ${demo.orgId} (stop the server first when on the embedded database)`);

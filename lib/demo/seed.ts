@@ -12,10 +12,11 @@ export interface DemoSeedResult {
 }
 
 /**
- * Creates the demo organization once (idempotent: it is found by its `is_demo` flag), then runs
- * every feature's demo seeder (lib/demo/seeders.ts), each idempotent too.
+ * Creates the demo organization once (idempotent: it is found by its `is_demo` flag). Its data
+ * comes from `seedDemoData`, run after (the server runs it in the background so it answers at
+ * once).
  */
-export async function seedDemo(s: Services): Promise<DemoSeedResult> {
+export async function seedDemoOrganization(s: Services): Promise<DemoSeedResult> {
   const result = await s.db.transaction(async (tx) => {
     await tx.execute(rawLock());
     const [existing] = await tx.select().from(organizations).where(eq(organizations.isDemo, true)).limit(1);
@@ -24,13 +25,26 @@ export async function seedDemo(s: Services): Promise<DemoSeedResult> {
     const key = await createApiKey(tx, { orgId: org!.id, name: "demo admin key" });
     return { orgId: org!.id, created: true, apiKey: key.key };
   });
+  return result;
+}
+
+/** Runs every feature's demo seeder (lib/demo/seeders.ts) in order; each is idempotent. */
+export async function seedDemoData(s: Services, orgId: string): Promise<void> {
   for (const seeder of demoSeeders) {
+    const started = Date.now();
     try {
-      await seeder.run(s, result.orgId);
+      await seeder.run(s, orgId);
+      s.log.info("demo data seeded", { seeder: seeder.name, duration_ms: Date.now() - started });
     } catch (e) {
       s.log.error("demo seeder failed", { seeder: seeder.name, error: e instanceof Error ? e.message : String(e) });
     }
   }
+}
+
+/** The demo organization and all its data. */
+export async function seedDemo(s: Services): Promise<DemoSeedResult> {
+  const result = await seedDemoOrganization(s);
+  await seedDemoData(s, result.orgId);
   return result;
 }
 

@@ -1,4 +1,6 @@
 import type { Services } from "../services.ts";
+import { estimatesDemoSeeder } from "../estimates/demo.ts";
+import { billingDemoSeeder } from "../billing/demo.ts";
 
 /** Feature demo data, run in order after the demo org exists. Each must be idempotent. */
 export interface DemoSeeder {
@@ -6,4 +8,4 @@ export interface DemoSeeder {
   run(s: Services, orgId: string): Promise<void>;
 }
 
-export const demoSeeders: DemoSeeder[] = [];
+export const demoSeeders: DemoSeeder[] = [estimatesDemoSeeder, billingDemoSeeder];

@@ -87,7 +87,7 @@ export function createApp(s: Services) {
       }
       return errorResponse(err, path ?? url, m ? { "x-request-id": m.id } : {});
     })
-    .onAfterResponse(({ request, set }) => {
+    .onAfterResponse(({ request, set, responseValue }) => {
       const m = meta.get(request);
       const path = new URL(request.url).pathname;
       s.log.info("request", {
@@ -95,7 +95,7 @@ export function createApp(s: Services) {
         method: request.method,
         path,
         org_id: ORG_IN_PATH.exec(path)?.[1],
-        status: m?.status ?? (typeof set.status === "number" ? set.status : Number(set.status) || 200),
+        status: m?.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : Number(set.status) || 200),
         duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
       });
     })

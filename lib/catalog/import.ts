@@ -1,0 +1,45 @@
+import type { Db } from "../db/index.ts";
+import { ValidationError } from "../errors.ts";
+import { awsOfferFileBatch, awsSavingsPlansBatch, azureRetailBatch, gcpCatalogBatch, ImportFormatError, type ImportOptions } from "./importers.ts";
+import { applyCatalogBatch, type ApplyResult } from "./store.ts";
+
+export const IMPORT_FORMATS = ["aws-offer", "aws-savings-plans", "azure-retail", "gcp-catalog"] as const;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+
+/**
+ * Imports provider price documents (already parsed JSON; several pages for the paginated
+ * Azure/GCP APIs, several files for AWS) in one transaction per document set.
+ */
+export async function importCatalogDocuments(db: Db, format: ImportFormat, docs: unknown[], opts: ImportOptions = {}): Promise<ApplyResult> {
+  if (opts.orgId !== undefined && opts.orgId !== "public" && !/^[0-9a-f-]{36}$/i.test(opts.orgId)) throw new ValidationError("--org must be an organization id (UUID)");
+  let batches;
+  try {
+    switch (format) {
+      case "aws-offer":
+        batches = docs.map((d) => awsOfferFileBatch(d, opts));
+        break;
+      case "aws-savings-plans":
+        batches = docs.map((d) => awsSavingsPlansBatch(d, opts));
+        break;
+      case "azure-retail":
+        batches = [azureRetailBatch(docs, opts)];
+        break;
+      case "gcp-catalog":
+        batches = [gcpCatalogBatch(docs, opts)];
+        break;
+      default:
+        throw new ValidationError(`unknown format ${String(format)}; one of ${IMPORT_FORMATS.join(", ")}`);
+    }
+  } catch (e) {
+    if (e instanceof ImportFormatError) throw new ValidationError(e.message);
+    throw e;
+  }
+  return db.transaction(async (tx) => {
+    const total: ApplyResult = { skus: 0, offers: 0, leaseMenuItems: 0, withdrawnSkus: 0, withdrawnOffers: 0, withdrawnLeaseMenuItems: 0 };
+    for (const b of batches) {
+      const r = await applyCatalogBatch(tx, b);
+      for (const k of Object.keys(total) as (keyof ApplyResult)[]) total[k] += r[k];
+    }
+    return total;
+  });
+}

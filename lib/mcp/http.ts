@@ -1,0 +1,153 @@
+/**
+ * The HTTP edge of the assistant (MCP) server: browser-origin check (DNS-rebinding
+ * protection), CORS, bearer authentication for the `/mcp` resource (RFC 9728 / RFC 6750
+ * challenges), then one stateless Streamable HTTP exchange handled by the MCP SDK.
+ *
+ * Stateless: every POST gets a fresh McpServer + transport bound to the caller's principal, so
+ * any replica answers any request and nothing is kept between requests (no session table, no
+ * sticky routing). Our tools are plain request/response reads, so nothing needs a session.
+ */
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { presentedToken, resolvePrincipal } from "../auth/guard.ts";
+import type { Principal } from "../auth/principal.ts";
+import { isDatabaseUnavailable } from "../db/index.ts";
+import { AppError, MethodNotAllowedError, ServiceUnavailableError, UnauthorizedError } from "../errors.ts";
+import { errorResponse } from "../http/errorBody.ts";
+import { RateLimiter } from "../http/rateLimit.ts";
+import type { Services } from "../services.ts";
+import { createMcpServer } from "./server.ts";
+
+export const ASSISTANT_SCOPE = "assistant:read" as const;
+
+/** `${publicUrl}/mcp`: the resource (RFC 8707 audience) of tokens accepted here. */
+export function mcpResourceUrl(publicUrl: string): string {
+  return `${publicUrl}/mcp`;
+}
+
+export function protectedResourceMetadataUrl(publicUrl: string): string {
+  return `${publicUrl}/.well-known/oauth-protected-resource/mcp`;
+}
+
+/** RFC 9728 protected resource metadata of the MCP server. */
+export function protectedResourceMetadata(publicUrl: string) {
+  return {
+    resource: mcpResourceUrl(publicUrl),
+    authorization_servers: [publicUrl],
+    scopes_supported: [ASSISTANT_SCOPE],
+    bearer_methods_supported: ["header"],
+    resource_name: "commitops assistant (MCP)",
+    resource_documentation: `${publicUrl}/docs`,
+  };
+}
+
+const EXPOSED_HEADERS = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, x-request-id";
+const ALLOWED_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, x-api-key, x-request-id";
+const ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS";
+
+/** Browser origins allowed to call /mcp: the public URL's origin plus MCP_ALLOWED_ORIGINS. */
+export function allowedOrigins(s: Services): Set<string> {
+  const set = new Set<string>([new URL(s.config.publicUrl).origin.toLowerCase()]);
+  for (const o of s.config.mcpAllowedOrigins) {
+    try {
+      set.add(new URL(o).origin.toLowerCase());
+    } catch {
+      set.add(o.toLowerCase());
+    }
+  }
+  return set;
+}
+
+/**
+ * Non-browser clients send no Origin and pass. A browser page on another origin is refused
+ * before anything else (MCP transport security: DNS-rebinding protection), so a hostile page
+ * resolving its name to a local or internal address cannot drive the server.
+ */
+function originAllowed(s: Services, origin: string | null): boolean {
+  if (origin === null) return true;
+  return allowedOrigins(s).has(origin.toLowerCase());
+}
+
+function corsHeaders(origin: string | null): Record<string, string> {
+  if (!origin) return {};
+  return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": EXPOSED_HEADERS, Vary: "Origin" };
+}
+
+function withHeaders(res: Response, headers: Record<string, string>): Response {
+  if (!Object.keys(headers).length) return res;
+  const h = new Headers(res.headers);
+  for (const [k, v] of Object.entries(headers)) h.set(k, v);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+}
+
+/** 401/403 challenges of the MCP resource (RFC 6750 §3, RFC 9728 §5.1). */
+function unauthorized(s: Services, invalidToken: boolean): AppError {
+  const meta = protectedResourceMetadataUrl(s.config.publicUrl);
+  return invalidToken
+    ? new UnauthorizedError(
+        "The access token is unknown, expired, revoked or issued for another resource. Sign out in your MCP client and authenticate again.",
+        `Bearer error="invalid_token", error_description="The access token is not valid for this resource", resource_metadata="${meta}"`,
+      )
+    : new UnauthorizedError(
+        "Authentication required: connect your MCP client through OAuth (it discovers the authorization server from the resource metadata) or send `Authorization: Bearer <API key with assistant:read>`.",
+        `Bearer resource_metadata="${meta}"`,
+      );
+}
+
+function insufficientScope(s: Services): AppError {
+  return new AppError(
+    403,
+    "insufficient_scope",
+    `This credential lacks the \`${ASSISTANT_SCOPE}\` scope the assistant needs.`,
+    "forbidden",
+    {},
+    null,
+    { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${ASSISTANT_SCOPE}", resource_metadata="${protectedResourceMetadataUrl(s.config.publicUrl)}"` },
+  );
+}
+
+/** Resolves the caller of /mcp or throws the 401/403 the client must see. */
+export async function authenticateMcp(s: Services, headers: Headers): Promise<Principal> {
+  const token = presentedToken(headers);
+  if (!token) throw unauthorized(s, headers.has("authorization"));
+  const principal = await resolvePrincipal(s, token, mcpResourceUrl(s.config.publicUrl));
+  if (!principal) throw unauthorized(s, true);
+  if (!principal.scopes.includes(ASSISTANT_SCOPE)) throw insufficientScope(s);
+  return principal;
+}
+
+/** One request to /mcp, whatever its method. Never throws: errors become the spec's error body. */
+export async function handleMcpRequest(s: Services, request: Request): Promise<Response> {
+  const origin = request.headers.get("origin");
+  const path = new URL(request.url).pathname;
+  if (!originAllowed(s, origin)) {
+    return errorResponse(new AppError(403, "origin_not_allowed", "Requests from this browser origin are not allowed. Add it to MCP_ALLOWED_ORIGINS.", "forbidden"), path);
+  }
+  const cors = corsHeaders(origin);
+  if (request.method === "OPTIONS") {
+    return new Response(null, {
+      status: 204,
+      headers: { ...cors, "Access-Control-Allow-Methods": ALLOWED_METHODS, "Access-Control-Allow-Headers": ALLOWED_HEADERS, "Access-Control-Max-Age": "600" },
+    });
+  }
+  try {
+    const principal = await authenticateMcp(s, request.headers);
+    // The Beta API's per-credential limiter (one per Services): assistant calls share the budget.
+    ((s.extras.rateLimiter as RateLimiter | undefined) ??= new RateLimiter(s.config.apiRateLimitPerMinute)).check(principal.credentialId);
+    // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE);
+    // both answers are the ones the Streamable HTTP transport spec prescribes for that case.
+    if (request.method !== "POST") throw new MethodNotAllowedError(["POST", "OPTIONS"]);
+    const server = createMcpServer(s, principal);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    const res = await transport.handleRequest(request);
+    // JSON responses are complete once returned; release the per-request server.
+    if (!res.headers.get("content-type")?.includes("text/event-stream")) void server.close().catch(() => {});
+    return withHeaders(res, cors);
+  } catch (e) {
+    if (!(e instanceof AppError) && isDatabaseUnavailable(e)) return errorResponse(new ServiceUnavailableError(), path, cors);
+    const err =
+      e instanceof AppError ? e : new AppError(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");
+    if (!(e instanceof AppError)) s.log.error("mcp request failed", { path, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) });
+    return errorResponse(err, path, cors);
+  }
+}

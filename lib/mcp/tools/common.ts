@@ -1,0 +1,92 @@
+/**
+ * What every assistant tool shares: its definition shape (scopes, zod input/output schemas,
+ * annotations), the per-request context (services + the caller's principal), and small
+ * formatting helpers (money to cents at the edge, reporting windows).
+ */
+import * as z from "zod";
+import type { Principal } from "../../auth/principal.ts";
+import type { Scope } from "../../auth/scopes.ts";
+import { isDatabaseUnavailable } from "../../db/index.ts";
+import { AppError, ServiceUnavailableError, ValidationError } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+
+export interface ToolContext {
+  s: Services;
+  principal: Principal;
+  /** Always the principal's organization: tools never take an org id. */
+  orgId: string;
+  now: Date;
+}
+
+export interface ToolResult<O> {
+  structured: O;
+  /** One-line human summary, sent as the first text block (the JSON follows). */
+  summary: string;
+}
+
+export interface ToolDef<I extends z.ZodRawShape = z.ZodRawShape, O extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  /** Scopes needed besides assistant:read; the tool is not even listed without them. */
+  scopes: Scope[];
+  input: I;
+  output: O;
+  run(ctx: ToolContext, args: z.infer<z.ZodObject<I>>): Promise<ToolResult<z.infer<z.ZodObject<O>>>>;
+}
+
+export function defineTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(def: ToolDef<I, O>): ToolDef<I, O> {
+  return def;
+}
+
+/** Money in the billing currency, rounded to cents only here, at the edge. */
+export const cents = (v: number | null | undefined): number => Math.round((v ?? 0) * 100) / 100;
+export const centsOrNull = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : cents(v));
+/** Ratios (coverage, utilization, error rates) to 4 decimals. */
+export const ratio = (v: number | null | undefined): number | null => (v === null || v === undefined || !Number.isFinite(v) ? null : Math.round(v * 10000) / 10000);
+
+export const providerEnum = z.enum(["aws", "azure", "gcp"]);
+export const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a date YYYY-MM-DD");
+
+export const windowInput = {
+  start_date: isoDate.optional().describe("First day of the window (YYYY-MM-DD, UTC, inclusive). Default: the first day of the month two months ago."),
+  end_date: isoDate.optional().describe("Day after the window (YYYY-MM-DD, UTC, exclusive). Default: the first day of next month."),
+};
+
+export const windowOutput = z.object({ start_date: z.string(), end_date: z.string() });
+
+function validDate(s: string): Date {
+  const d = new Date(`${s}T00:00:00Z`);
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== s) throw new ValidationError(`${s} is not a calendar date.`, {});
+  return d;
+}
+
+export const ymd = (d: Date) => d.toISOString().slice(0, 10);
+
+/** The reporting window: [start, end) days; default = the current month and the two before it. */
+export function resolveWindow(now: Date, a: { start_date?: string; end_date?: string }): { from: Date; to: Date; start_date: string; end_date: string } {
+  const from = a.start_date ? validDate(a.start_date) : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 2, 1));
+  const to = a.end_date ? validDate(a.end_date) : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  if (to <= from) throw new ValidationError("end_date must be after start_date.", {});
+  if (to.getTime() - from.getTime() > 3 * 366 * 86_400_000) throw new ValidationError("The window may span at most three years.", {});
+  return { from, to, start_date: ymd(from), end_date: ymd(to) };
+}
+
+/** Runs a tool; domain errors become their message, anything else a generic one (logged). */
+export async function runTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(def: ToolDef<I, O>, ctx: ToolContext, args: any) {
+  try {
+    const r = await def.run(ctx, args);
+    return {
+      structuredContent: r.structured as Record<string, unknown>,
+      content: [
+        { type: "text" as const, text: r.summary },
+        { type: "text" as const, text: JSON.stringify(r.structured) },
+      ],
+    };
+  } catch (e) {
+    if (e instanceof AppError) return { isError: true, content: [{ type: "text" as const, text: e.message }] };
+    if (isDatabaseUnavailable(e)) return { isError: true, content: [{ type: "text" as const, text: new ServiceUnavailableError().message }] };
+    ctx.s.log.error("mcp tool failed", { tool: def.name, org_id: ctx.orgId, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) });
+    return { isError: true, content: [{ type: "text" as const, text: "The tool failed on our side; the error has been logged. Try again shortly." }] };
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Recommendations and planning: plans generated live from the templates (lib/templates +
+ * lib/planning, never stored, never bought) and cost estimates priced live (lib/estimates).
+ */
+import * as z from "zod";
+import { getEstimate, listEstimates } from "../../estimates/service.ts";
+import { generatePlan, type GeneratedPlan } from "../../planning/generate.ts";
+import { getSegment } from "../../segments/service.ts";
+import { getTemplate, listTemplates, type TemplateView } from "../../templates/service.ts";
+import { queryRows } from "../../billing/sql.ts";
+import { cents, defineTool, providerEnum, ratio, type ToolContext } from "./common.ts";
+
+const planItem = z.object({
+  group_key: z.string(),
+  region: z.string().nullable(),
+  instance_type: z.string().nullable(),
+  commitment_type: z.string(),
+  contract_term: z.string(),
+  payment_option: z.string(),
+  amount: z.number(),
+  upfront_cost: z.number(),
+  monthly_cost: z.number(),
+  monthly_net_savings: z.number(),
+  expected_coverage: z.number().nullable(),
+  expected_utilization: z.number().nullable(),
+});
+
+const planOut = z.object({
+  template: z.object({ id: z.string(), name: z.string(), is_system_generated: z.boolean(), provider: z.string(), segment_id: z.string() }),
+  usage_window: z.object({ from: z.string(), to: z.string(), lookback_days: z.number().int() }),
+  groups_analyzed: z.number().int(),
+  totals: z.object({ upfront_cost: z.number(), monthly_cost: z.number(), monthly_net_savings: z.number() }),
+  items: z.array(planItem),
+});
+
+function planView(t: TemplateView, p: GeneratedPlan) {
+  return {
+    template: { id: t.id, name: t.name, is_system_generated: t.is_system_generated, provider: t.provider, segment_id: t.segment_id },
+    usage_window: { from: p.usageFrom.toISOString(), to: p.usageTo.toISOString(), lookback_days: t.configuration.lookback_days },
+    groups_analyzed: p.groupCount,
+    totals: { upfront_cost: cents(p.sizing.totalUpfront), monthly_cost: cents(p.sizing.monthlyCost), monthly_net_savings: cents(p.sizing.monthlyNetSavings) },
+    items: p.sizing.items.map((i) => ({
+      group_key: i.groupKey,
+      region: i.region,
+      instance_type: i.instanceType,
+      commitment_type: i.quote.commitmentType,
+      contract_term: i.quote.contractTerm,
+      payment_option: i.quote.paymentOption,
+      amount: Math.round(i.amount * 10000) / 10000,
+      upfront_cost: cents(i.upfrontCost),
+      monthly_cost: cents(i.monthlyCost),
+      monthly_net_savings: cents(i.monthlyNetSavings),
+      expected_coverage: ratio(Math.min(1, i.expectedCoverage)),
+      expected_utilization: ratio(Math.min(1, i.expectedUtilization)),
+    })),
+  };
+}
+
+async function planFor(ctx: ToolContext, t: TemplateView) {
+  const segment = await getSegment(ctx.s.db, ctx.orgId, t.segment_id);
+  return planView(t, await generatePlan(ctx.s.db, ctx.orgId, segment, t.configuration, ctx.now));
+}
+
+export const recommendationsTool = defineTool({
+  name: "get_recommendations",
+  title: "Commitment purchase recommendations",
+  description:
+    "The three built-in commitment plans for a provider, generated now from the recent usage: Recommended (insured, 30-day lock-in, no upfront: lowest risk), Balanced (1-year, no upfront) and High Savings (3-year, upfront). Each lists what to buy per commitment group with its upfront cost, monthly cost, monthly net savings and expected coverage/utilization. Nothing is stored or purchased.",
+  scopes: ["templates:read"],
+  input: {
+    provider: providerEnum.describe("Cloud provider to plan for."),
+    segment_id: z.string().uuid().optional().describe("Segment to plan for (default: all of the provider's resources)."),
+  },
+  output: { provider: z.string(), plans: z.array(planOut) },
+  async run(ctx, a) {
+    const templates = (await listTemplates(ctx.s.db, ctx.orgId, a.provider, a.segment_id, ctx.now)).filter((t) => t.is_system_generated);
+    const plans = [];
+    for (const t of templates) plans.push(await planFor(ctx, t));
+    return {
+      structured: { provider: a.provider, plans },
+      summary: plans.length
+        ? plans.map((p) => `${p.template.name}: ${p.items.length} purchase(s), ${p.totals.monthly_net_savings}/month net savings, ${p.totals.upfront_cost} upfront`).join("; ") + ". Nothing was purchased."
+        : "No built-in templates for this provider.",
+    };
+  },
+});
+
+export const generatePlanTool = defineTool({
+  name: "generate_commitment_plan",
+  title: "Generate a plan from a template",
+  description:
+    "Generates a commitment plan from one plan template (built-in or custom) against the current usage and inventory, without storing or purchasing anything: what to buy, upfront cost, monthly cost and net savings. Find template ids with list_plan_templates.",
+  scopes: ["templates:read"],
+  input: { template_id: z.string().uuid().describe("The commitment plan template's id.") },
+  output: planOut.shape,
+  async run(ctx, a) {
+    const t = await getTemplate(ctx.s.db, ctx.orgId, a.template_id.toLowerCase(), ctx.now);
+    const plan = await planFor(ctx, t);
+    return {
+      structured: plan,
+      summary: `${t.name}: ${plan.items.length} purchase(s), ${plan.totals.monthly_net_savings}/month net savings, ${plan.totals.upfront_cost} upfront. Nothing was purchased.`,
+    };
+  },
+});
+
+export const listTemplatesTool = defineTool({
+  name: "list_plan_templates",
+  title: "Commitment plan templates",
+  description: "The commitment plan templates of a provider's segment (the three built-in ones first), with their configuration and auto-purchase schedule.",
+  scopes: ["templates:read"],
+  input: {
+    provider: providerEnum.describe("Cloud provider."),
+    segment_id: z.string().uuid().optional().describe("Segment (default: all of the provider's resources)."),
+  },
+  output: {
+    templates: z.array(
+      z.looseObject({ id: z.string(), name: z.string(), description: z.string().nullable(), is_system_generated: z.boolean(), configuration: z.looseObject({}), auto_purchase: z.looseObject({}).nullable() }),
+    ),
+  },
+  async run(ctx, a) {
+    const templates = await listTemplates(ctx.s.db, ctx.orgId, a.provider, a.segment_id, ctx.now);
+    return {
+      structured: { templates: templates as any },
+      summary: `${templates.length} template(s): ${templates.map((t) => `${t.name}${t.auto_purchase ? ` (${t.auto_purchase.schedule} auto-purchase${t.auto_purchase.enabled ? "" : ", disabled"})` : ""}`).join(", ")}.`,
+    };
+  },
+});
+
+export const listEstimatesTool = defineTool({
+  name: "list_cost_estimates",
+  title: "Cost estimates",
+  description: "The organization's saved cost estimates (baskets of catalog SKUs) for a provider, most recently updated first.",
+  scopes: ["estimates:read"],
+  input: { provider: providerEnum.describe("Cloud provider.") },
+  output: {
+    estimates: z.array(z.looseObject({ id: z.string(), provider: z.string(), name: z.string(), description: z.string().nullable(), line_count: z.number().int(), created_at: z.string(), updated_at: z.string() })),
+  },
+  async run(ctx, a) {
+    const estimates = await listEstimates(ctx.s.db, ctx.orgId, a.provider);
+    return { structured: { estimates: estimates.map((e) => ({ ...e })) }, summary: `${estimates.length} ${a.provider} cost estimate(s).` };
+  },
+});
+
+export const priceEstimateTool = defineTool({
+  name: "price_cost_estimate",
+  title: "Price a cost estimate",
+  description:
+    "Prices a saved cost estimate live against the current catalog and offers: per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included.",
+  scopes: ["estimates:read"],
+  input: {
+    estimate_id: z.string().uuid().describe("The cost estimate's id."),
+    include_options: z.boolean().default(false).describe("Include every line's commitment options grid."),
+    only_most_flexible_commitment_type: z.boolean().default(false).describe("Limit each SKU's options to its most flexible commitment type."),
+  },
+  output: {
+    id: z.string(),
+    provider: z.string(),
+    name: z.string(),
+    line_items: z.array(z.looseObject({ id: z.string() })),
+    pricing: z.looseObject({ totals: z.looseObject({ ondemand_monthly_cost: z.number(), estimated_monthly_cost: z.number(), monthly_net_savings: z.number(), commitment_upfront_cost: z.number() }) }),
+  },
+  async run(ctx, a) {
+    const doc = await getEstimate(ctx.s.db, ctx.orgId, a.estimate_id.toLowerCase(), {
+      includePricing: true,
+      includeOptions: a.include_options,
+      onlyMostFlexibleCommitmentType: a.only_most_flexible_commitment_type,
+    });
+    const totals = (doc.pricing as any)?.totals;
+    return {
+      structured: doc as any,
+      summary: totals
+        ? `${doc.name}: on-demand ${cents(totals.ondemand_monthly_cost)}/month, estimated ${cents(totals.estimated_monthly_cost)}/month, net savings ${cents(totals.monthly_net_savings)}/month, upfront ${cents(totals.commitment_upfront_cost)}.`
+        : `${doc.name}: no pricing.`,
+    };
+  },
+});
+
+/**
+ * Stored plans (scheduled runs, `plans generate`). lib/planning has no read service for them
+ * (docs/features/planning.md: "MCP tools may read commitment_plans"), so this one query lives
+ * here; it only reads, scoped to the org.
+ */
+async function latestStoredPlans(ctx: ToolContext, provider: string | undefined, systemOnly: boolean) {
+  const params: unknown[] = [ctx.orgId];
+  const where = ["p.org_id = $1::uuid", "p.template_id IS NOT NULL"];
+  if (provider) where.push(`p.provider = $${params.push(provider)}`);
+  if (systemOnly) where.push("t.is_system_generated");
+  return queryRows<any>(
+    ctx.s.db,
+    `SELECT DISTINCT ON (p.template_id) p.id, p.provider, p.template_id, t.name AS template_name, t.is_system_generated, p.execution_date::text AS execution_date, p.status, p.status_reason,
+       p.total_upfront_cost, p.monthly_cost, p.monthly_net_savings, p.created_at,
+       (SELECT count(*) FROM commitment_plan_items i WHERE i.plan_id = p.id)::int AS item_count
+     FROM commitment_plans p JOIN commitment_plan_templates t ON t.id = p.template_id AND t.org_id = p.org_id
+     WHERE ${where.join(" AND ")}
+     ORDER BY p.template_id, p.created_at DESC, p.id`,
+    params,
+  );
+}
+
+export const storedPlansTool = defineTool({
+  name: "list_latest_plans",
+  title: "Latest stored plans per template",
+  description:
+    "The most recent stored plan of each template (by default only the built-in Recommended, Balanced and High Savings), as generated by an auto-purchase schedule or on request: status (generated, purchased, not_purchased) and why, execution date, upfront, monthly cost and net savings. Use get_recommendations for plans computed now.",
+  scopes: ["templates:read"],
+  input: {
+    provider: providerEnum.optional().describe("Only this cloud provider."),
+    system_templates_only: z.boolean().default(true).describe("Only the three built-in templates (default true)."),
+  },
+  output: {
+    plans: z.array(
+      z.object({
+        plan_id: z.string(),
+        provider: z.string(),
+        template_id: z.string(),
+        template_name: z.string(),
+        is_system_generated: z.boolean(),
+        execution_date: z.string().nullable(),
+        status: z.string(),
+        status_reason: z.string().nullable(),
+        total_upfront_cost: z.number(),
+        monthly_cost: z.number(),
+        monthly_net_savings: z.number(),
+        item_count: z.number().int(),
+        created_at: z.string(),
+      }),
+    ),
+  },
+  async run(ctx, a) {
+    const rows = await latestStoredPlans(ctx, a.provider, a.system_templates_only);
+    const plans = rows
+      .map((r) => ({
+        plan_id: r.id,
+        provider: r.provider,
+        template_id: r.template_id,
+        template_name: r.template_name,
+        is_system_generated: Boolean(r.is_system_generated),
+        execution_date: r.execution_date ?? null,
+        status: r.status,
+        status_reason: r.status_reason,
+        total_upfront_cost: cents(Number(r.total_upfront_cost)),
+        monthly_cost: cents(Number(r.monthly_cost)),
+        monthly_net_savings: cents(Number(r.monthly_net_savings)),
+        item_count: Number(r.item_count),
+        created_at: new Date(r.created_at).toISOString(),
+      }))
+      .sort((x, y) => y.created_at.localeCompare(x.created_at));
+    return {
+      structured: { plans },
+      summary: plans.length ? plans.map((p) => `${p.template_name} (${p.provider}): ${p.status} on ${p.created_at.slice(0, 10)}, ${p.monthly_net_savings}/month net savings`).join("; ") + "." : "No stored plans yet.",
+    };
+  },
+});
+
+export const planningTools = [recommendationsTool, generatePlanTool, storedPlansTool, listTemplatesTool, listEstimatesTool, priceEstimateTool];

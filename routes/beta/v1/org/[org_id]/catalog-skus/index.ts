@@ -1,0 +1,39 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { requireScope } from "../../../../../../lib/auth/guard.ts";
+import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
+import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
+import { Text } from "../../../../../../lib/http/text.ts";
+
+const SearchQuery = t.Object({
+  provider: t.Union([t.Literal("aws"), t.Literal("azure"), t.Literal("gcp")]),
+  q: t.Optional(Text({ maxLength: 200 })),
+  region: t.Optional(Text({ maxLength: 100 })),
+  service: t.Optional(Text({ maxLength: 100 })),
+  instance_type: t.Optional(Text({ maxLength: 100 })),
+  page: t.Optional(t.Integer({ minimum: 1, maximum: 100000, default: 1 })),
+  page_size: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+});
+
+/** Catalog search: the public catalog plus the organization's custom-priced SKUs. */
+export default defineRoutes((s, prefix) =>
+  orgRoutes(s, prefix).get(
+    "/",
+    async ({ principal, query, set }) => {
+      requireScope(principal, "estimates:read");
+      await ensurePublicCatalogOnce(s.db);
+      const page = await searchCatalogSkus(s.db, principal.orgId, {
+        provider: query.provider,
+        q: query.q,
+        region: query.region,
+        service: query.service,
+        instanceType: query.instance_type,
+        page: query.page ?? 1,
+        pageSize: query.page_size ?? 50,
+      });
+      set.headers["x-pagination"] = JSON.stringify({ page: page.page, page_size: page.pageSize, total_count: page.totalCount, total_pages: page.totalPages });
+      return page.items;
+    },
+    { query: SearchQuery, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
+  ),
+);
