@@ -1,3 +1,4 @@
+CREATE SEQUENCE "public"."support_ticket_number_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1;--> statement-breakpoint
 CREATE TABLE "api_keys" (
 	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
 	"org_id" uuid NOT NULL,
@@ -85,6 +86,7 @@ CREATE TABLE "billing_line_items" (
 	"resource_type" text,
 	"sku_id" text,
 	"sku_price_id" text,
+	"instance_type" text,
 	"tags" jsonb,
 	"extra" jsonb
 );
@@ -138,6 +140,369 @@ CREATE TABLE "commitments" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "catalog_seed_state" (
+	"name" text PRIMARY KEY NOT NULL,
+	"version" text NOT NULL,
+	"applied_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "catalog_skus" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"catalog_sku_org_id" text NOT NULL,
+	"provider" text NOT NULL,
+	"provider_sku_id" text NOT NULL,
+	"display_name" text NOT NULL,
+	"instance_type" text DEFAULT '' NOT NULL,
+	"instance_family" text DEFAULT '' NOT NULL,
+	"service" text DEFAULT '' NOT NULL,
+	"provider_service" text DEFAULT '' NOT NULL,
+	"region_code" text DEFAULT '' NOT NULL,
+	"operating_system" text DEFAULT '' NOT NULL,
+	"database_engine" text DEFAULT '' NOT NULL,
+	"cache_engine" text DEFAULT '' NOT NULL,
+	"usage_type" text DEFAULT '' NOT NULL,
+	"usage_unit" text DEFAULT 'Hrs' NOT NULL,
+	"is_available" boolean DEFAULT true NOT NULL,
+	"source" text NOT NULL,
+	"feed" text NOT NULL,
+	"as_of" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "lease_menu_items" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"offer_id" uuid NOT NULL,
+	"catalog_sku_id" uuid NOT NULL,
+	"recurring_hourly_rate" numeric(30, 12) NOT NULL,
+	"upfront_cost" numeric(30, 12) NOT NULL,
+	"is_available" boolean DEFAULT true NOT NULL,
+	"source" text NOT NULL,
+	"feed" text NOT NULL,
+	"as_of" text NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "offers" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"offer_org_id" text NOT NULL,
+	"provider" text NOT NULL,
+	"offer_key" text NOT NULL,
+	"commitment_type" text NOT NULL,
+	"contract_term" text NOT NULL,
+	"payment_option" text NOT NULL,
+	"offering_class" text,
+	"plan_type" text,
+	"duration_seconds" integer NOT NULL,
+	"region" text,
+	"instance_type" text,
+	"instance_family" text,
+	"product_description" text,
+	"display_name" text NOT NULL,
+	"guaranteed_display_name" text,
+	"is_flexible" boolean DEFAULT false NOT NULL,
+	"fee_rate" numeric(30, 12) DEFAULT '0' NOT NULL,
+	"lock_in_days" integer NOT NULL,
+	"is_insured" boolean DEFAULT false NOT NULL,
+	"is_available" boolean DEFAULT true NOT NULL,
+	"source" text NOT NULL,
+	"feed" text NOT NULL,
+	"as_of" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "sku_price_tiers" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"catalog_sku_id" uuid NOT NULL,
+	"start_quantity" numeric(30, 12) NOT NULL,
+	"end_quantity" numeric(30, 12),
+	"unit_price" numeric(30, 12) NOT NULL,
+	"source" text NOT NULL,
+	"as_of" text NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "cost_estimates" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"name" text NOT NULL,
+	"description" text,
+	"source_draft_id" uuid,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"deleted_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "estimate_line_items" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"seq" bigserial NOT NULL,
+	"estimate_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"catalog_sku_id" uuid NOT NULL,
+	"catalog_sku_org_id" text NOT NULL,
+	"sku_snapshot" jsonb NOT NULL,
+	"usage_unit" text,
+	"label" text,
+	"quantity" numeric(30, 10) NOT NULL,
+	"quantity_basis" text NOT NULL,
+	"is_enabled" boolean DEFAULT true NOT NULL,
+	"selected_commitment_option" jsonb,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "estimate_shares" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"estimate_id" uuid NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_clients" (
+	"id" text PRIMARY KEY NOT NULL,
+	"name" text NOT NULL,
+	"redirect_uris" text[] NOT NULL,
+	"grant_types" text[] NOT NULL,
+	"scope" text,
+	"client_uri" text,
+	"software_id" text,
+	"software_version" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_codes" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"code_hash" text NOT NULL,
+	"client_id" text NOT NULL,
+	"user_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"session_id" uuid,
+	"redirect_uri" text NOT NULL,
+	"code_challenge" text NOT NULL,
+	"scopes" text[] NOT NULL,
+	"resource" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	"used_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_login_failures" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"email" text NOT NULL,
+	"ip" text NOT NULL,
+	"created_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_sessions" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"session_hash" text NOT NULL,
+	"user_id" uuid NOT NULL,
+	"method" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	"revoked_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_tokens" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"kind" text NOT NULL,
+	"token_hash" text NOT NULL,
+	"family_id" uuid NOT NULL,
+	"client_id" text NOT NULL,
+	"user_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"session_id" uuid,
+	"scopes" text[] NOT NULL,
+	"resource" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	"used_at" timestamp with time zone,
+	"revoked_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "oauth_upstream_states" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"state_hash" text NOT NULL,
+	"browser_hash" text NOT NULL,
+	"code_verifier" text NOT NULL,
+	"nonce" text NOT NULL,
+	"return_query" text NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	"used_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "commitment_plan_items" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"plan_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"group_key" text NOT NULL,
+	"offer_id" text,
+	"lease_menu_item_id" text,
+	"commitment_type" text NOT NULL,
+	"contract_term" text NOT NULL,
+	"payment_option" text NOT NULL,
+	"region" text,
+	"instance_type" text,
+	"units" numeric(30, 10) NOT NULL,
+	"amount" numeric(30, 10) NOT NULL,
+	"upfront_cost" numeric(30, 10) NOT NULL,
+	"monthly_cost" numeric(30, 10) NOT NULL,
+	"monthly_net_savings" numeric(30, 10) NOT NULL,
+	"expected_coverage" numeric(12, 8) NOT NULL,
+	"expected_utilization" numeric(12, 8) NOT NULL,
+	"duration_seconds" integer NOT NULL,
+	"fee_rate" numeric(30, 10) DEFAULT '0' NOT NULL,
+	"lock_in_days" integer
+);
+--> statement-breakpoint
+CREATE TABLE "commitment_plan_templates" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"segment_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"name" text NOT NULL,
+	"description" text,
+	"is_system_generated" boolean DEFAULT false NOT NULL,
+	"system_kind" text,
+	"sort_order" integer DEFAULT 100 NOT NULL,
+	"max_upfront_cost" numeric(30, 10) NOT NULL,
+	"lookback_days" integer NOT NULL,
+	"contract_specs" jsonb NOT NULL,
+	"resource_ids" jsonb DEFAULT '[]'::jsonb NOT NULL,
+	"renewal_commitment_ids" jsonb DEFAULT '[]'::jsonb NOT NULL,
+	"schedule" text,
+	"min_monthly_savings" numeric(30, 10),
+	"auto_purchase_enabled" boolean,
+	"start_date" date,
+	"end_date" date,
+	"schedule_set_on" date,
+	"last_execution_date" date,
+	"last_executed_at" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "commitment_plans" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"segment_id" uuid,
+	"template_id" uuid,
+	"cost_estimate_id" uuid,
+	"execution_date" date,
+	"status" text DEFAULT 'generated' NOT NULL,
+	"status_reason" text,
+	"lookback_days" integer NOT NULL,
+	"usage_from" timestamp with time zone,
+	"usage_to" timestamp with time zone,
+	"total_upfront_cost" numeric(30, 10) NOT NULL,
+	"monthly_cost" numeric(30, 10) NOT NULL,
+	"monthly_net_savings" numeric(30, 10) NOT NULL,
+	"max_upfront_cost" numeric(30, 10),
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "purchase_runs" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"template_id" uuid NOT NULL,
+	"execution_date" date NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"outcome" text,
+	"plan_id" uuid,
+	"purchase_id" uuid,
+	"attempts" integer DEFAULT 0 NOT NULL,
+	"last_error" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"completed_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "purchases" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"template_id" uuid,
+	"execution_date" date,
+	"plan_id" uuid NOT NULL,
+	"idempotency_key" text NOT NULL,
+	"purchaser" text NOT NULL,
+	"status" text DEFAULT 'completed' NOT NULL,
+	"total_upfront_cost" numeric(30, 10) NOT NULL,
+	"monthly_net_savings" numeric(30, 10) NOT NULL,
+	"item_count" integer NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "segments" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"kind" text NOT NULL,
+	"name" text NOT NULL,
+	"filters" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "support_daily_counts" (
+	"org_id" uuid NOT NULL,
+	"day" date NOT NULL,
+	"count" integer NOT NULL,
+	CONSTRAINT "support_daily_counts_org_id_day_pk" PRIMARY KEY("org_id","day")
+);
+--> statement-breakpoint
+CREATE TABLE "support_outbox" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"ticket_id" uuid NOT NULL,
+	"attempts" integer DEFAULT 0 NOT NULL,
+	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"lease_until" timestamp with time zone,
+	"delivered_at" timestamp with time zone,
+	"last_error" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "support_tickets" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"number" bigint DEFAULT nextval('support_ticket_number_seq') NOT NULL,
+	"org_id" uuid NOT NULL,
+	"kind" text NOT NULL,
+	"user_id" uuid,
+	"credential_id" text NOT NULL,
+	"credential_kind" text NOT NULL,
+	"summary" text NOT NULL,
+	"user_verbatim" text NOT NULL,
+	"what_happened" text,
+	"steps_to_reproduce" text,
+	"expected_behavior" text,
+	"app_url" text,
+	"provider" text,
+	"problem" text,
+	"desired_behavior" text,
+	"business_value" text,
+	"cap_day" date NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "org_report_settings" (
+	"org_id" uuid NOT NULL,
+	"report_type" text NOT NULL,
+	"hidden" boolean DEFAULT false NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "org_report_settings_org_id_report_type_pk" PRIMARY KEY("org_id","report_type")
+);
+--> statement-breakpoint
+CREATE TABLE "report_snapshots" (
+	"id" bigserial PRIMARY KEY NOT NULL,
+	"org_id" uuid NOT NULL,
+	"report_type" text NOT NULL,
+	"provider" text NOT NULL,
+	"month" date NOT NULL,
+	"seq" integer NOT NULL,
+	"row" jsonb NOT NULL,
+	"frozen_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -150,6 +515,43 @@ ALTER TABLE "billing_periods" ADD CONSTRAINT "billing_periods_org_id_organizatio
 ALTER TABLE "cloud_accounts" ADD CONSTRAINT "cloud_accounts_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "cloud_accounts" ADD CONSTRAINT "cloud_accounts_child_org_id_organizations_id_fk" FOREIGN KEY ("child_org_id") REFERENCES "public"."organizations"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "commitments" ADD CONSTRAINT "commitments_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "lease_menu_items" ADD CONSTRAINT "lease_menu_items_offer_id_offers_id_fk" FOREIGN KEY ("offer_id") REFERENCES "public"."offers"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "lease_menu_items" ADD CONSTRAINT "lease_menu_items_catalog_sku_id_catalog_skus_id_fk" FOREIGN KEY ("catalog_sku_id") REFERENCES "public"."catalog_skus"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "sku_price_tiers" ADD CONSTRAINT "sku_price_tiers_catalog_sku_id_catalog_skus_id_fk" FOREIGN KEY ("catalog_sku_id") REFERENCES "public"."catalog_skus"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "cost_estimates" ADD CONSTRAINT "cost_estimates_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "estimate_line_items" ADD CONSTRAINT "estimate_line_items_estimate_id_cost_estimates_id_fk" FOREIGN KEY ("estimate_id") REFERENCES "public"."cost_estimates"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "estimate_line_items" ADD CONSTRAINT "estimate_line_items_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "estimate_line_items" ADD CONSTRAINT "estimate_line_items_catalog_sku_id_catalog_skus_id_fk" FOREIGN KEY ("catalog_sku_id") REFERENCES "public"."catalog_skus"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "estimate_shares" ADD CONSTRAINT "estimate_shares_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "estimate_shares" ADD CONSTRAINT "estimate_shares_estimate_id_cost_estimates_id_fk" FOREIGN KEY ("estimate_id") REFERENCES "public"."cost_estimates"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_codes" ADD CONSTRAINT "oauth_codes_client_id_oauth_clients_id_fk" FOREIGN KEY ("client_id") REFERENCES "public"."oauth_clients"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_codes" ADD CONSTRAINT "oauth_codes_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_codes" ADD CONSTRAINT "oauth_codes_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_codes" ADD CONSTRAINT "oauth_codes_session_id_oauth_sessions_id_fk" FOREIGN KEY ("session_id") REFERENCES "public"."oauth_sessions"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_sessions" ADD CONSTRAINT "oauth_sessions_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_tokens" ADD CONSTRAINT "oauth_tokens_client_id_oauth_clients_id_fk" FOREIGN KEY ("client_id") REFERENCES "public"."oauth_clients"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_tokens" ADD CONSTRAINT "oauth_tokens_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_tokens" ADD CONSTRAINT "oauth_tokens_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "oauth_tokens" ADD CONSTRAINT "oauth_tokens_session_id_oauth_sessions_id_fk" FOREIGN KEY ("session_id") REFERENCES "public"."oauth_sessions"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plan_items" ADD CONSTRAINT "commitment_plan_items_plan_id_commitment_plans_id_fk" FOREIGN KEY ("plan_id") REFERENCES "public"."commitment_plans"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plan_items" ADD CONSTRAINT "commitment_plan_items_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plan_templates" ADD CONSTRAINT "commitment_plan_templates_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plan_templates" ADD CONSTRAINT "commitment_plan_templates_segment_id_segments_id_fk" FOREIGN KEY ("segment_id") REFERENCES "public"."segments"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plans" ADD CONSTRAINT "commitment_plans_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plans" ADD CONSTRAINT "commitment_plans_segment_id_segments_id_fk" FOREIGN KEY ("segment_id") REFERENCES "public"."segments"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "commitment_plans" ADD CONSTRAINT "commitment_plans_template_id_commitment_plan_templates_id_fk" FOREIGN KEY ("template_id") REFERENCES "public"."commitment_plan_templates"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_runs" ADD CONSTRAINT "purchase_runs_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_runs" ADD CONSTRAINT "purchase_runs_template_id_commitment_plan_templates_id_fk" FOREIGN KEY ("template_id") REFERENCES "public"."commitment_plan_templates"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchases" ADD CONSTRAINT "purchases_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchases" ADD CONSTRAINT "purchases_template_id_commitment_plan_templates_id_fk" FOREIGN KEY ("template_id") REFERENCES "public"."commitment_plan_templates"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchases" ADD CONSTRAINT "purchases_plan_id_commitment_plans_id_fk" FOREIGN KEY ("plan_id") REFERENCES "public"."commitment_plans"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "segments" ADD CONSTRAINT "segments_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "support_daily_counts" ADD CONSTRAINT "support_daily_counts_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "support_outbox" ADD CONSTRAINT "support_outbox_ticket_id_support_tickets_id_fk" FOREIGN KEY ("ticket_id") REFERENCES "public"."support_tickets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "org_report_settings" ADD CONSTRAINT "org_report_settings_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "report_snapshots" ADD CONSTRAINT "report_snapshots_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -158,4 +560,38 @@ CREATE INDEX "billing_line_items_org_period_idx" ON "billing_line_items" USING b
 CREATE INDEX "billing_line_items_commitment_idx" ON "billing_line_items" USING btree ("org_id","commitment_discount_id") WHERE "billing_line_items"."commitment_discount_id" IS NOT NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "billing_periods_pk" ON "billing_periods" USING btree ("org_id","provider","month");--> statement-breakpoint
 CREATE UNIQUE INDEX "cloud_accounts_org_provider_account_uq" ON "cloud_accounts" USING btree ("org_id","provider","account_id");--> statement-breakpoint
-CREATE UNIQUE INDEX "commitments_org_provider_cid_uq" ON "commitments" USING btree ("org_id","provider","provider_commitment_id");
+CREATE UNIQUE INDEX "commitments_org_provider_cid_uq" ON "commitments" USING btree ("org_id","provider","provider_commitment_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "catalog_skus_key_uq" ON "catalog_skus" USING btree ("catalog_sku_org_id","provider","provider_sku_id");--> statement-breakpoint
+CREATE INDEX "catalog_skus_search_idx" ON "catalog_skus" USING btree ("provider","catalog_sku_org_id","region_code");--> statement-breakpoint
+CREATE UNIQUE INDEX "lease_menu_items_uq" ON "lease_menu_items" USING btree ("offer_id","catalog_sku_id");--> statement-breakpoint
+CREATE INDEX "lease_menu_items_sku_idx" ON "lease_menu_items" USING btree ("catalog_sku_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "offers_key_uq" ON "offers" USING btree ("offer_org_id","provider","offer_key");--> statement-breakpoint
+CREATE UNIQUE INDEX "sku_price_tiers_uq" ON "sku_price_tiers" USING btree ("catalog_sku_id","start_quantity");--> statement-breakpoint
+CREATE UNIQUE INDEX "cost_estimates_org_draft_live_uq" ON "cost_estimates" USING btree ("org_id","source_draft_id") WHERE deleted_at IS NULL;--> statement-breakpoint
+CREATE INDEX "cost_estimates_org_provider_idx" ON "cost_estimates" USING btree ("org_id","provider","updated_at");--> statement-breakpoint
+CREATE INDEX "estimate_line_items_estimate_idx" ON "estimate_line_items" USING btree ("estimate_id","seq");--> statement-breakpoint
+CREATE INDEX "estimate_shares_estimate_idx" ON "estimate_shares" USING btree ("estimate_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "oauth_codes_hash_uq" ON "oauth_codes" USING btree ("code_hash");--> statement-breakpoint
+CREATE INDEX "oauth_login_failures_key_idx" ON "oauth_login_failures" USING btree ("email","ip","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "oauth_sessions_hash_uq" ON "oauth_sessions" USING btree ("session_hash");--> statement-breakpoint
+CREATE INDEX "oauth_sessions_user_idx" ON "oauth_sessions" USING btree ("user_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "oauth_tokens_hash_uq" ON "oauth_tokens" USING btree ("token_hash");--> statement-breakpoint
+CREATE INDEX "oauth_tokens_family_idx" ON "oauth_tokens" USING btree ("family_id");--> statement-breakpoint
+CREATE INDEX "oauth_tokens_session_idx" ON "oauth_tokens" USING btree ("session_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "oauth_upstream_states_hash_uq" ON "oauth_upstream_states" USING btree ("state_hash");--> statement-breakpoint
+CREATE INDEX "plan_items_plan_idx" ON "commitment_plan_items" USING btree ("plan_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "templates_segment_system_uq" ON "commitment_plan_templates" USING btree ("segment_id","system_kind") WHERE system_kind IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "templates_org_segment_idx" ON "commitment_plan_templates" USING btree ("org_id","segment_id");--> statement-breakpoint
+CREATE INDEX "templates_scheduled_idx" ON "commitment_plan_templates" USING btree ("start_date") WHERE schedule IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "plans_org_template_idx" ON "commitment_plans" USING btree ("org_id","template_id","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "purchase_runs_template_date_uq" ON "purchase_runs" USING btree ("template_id","execution_date");--> statement-breakpoint
+CREATE INDEX "purchase_runs_pending_idx" ON "purchase_runs" USING btree ("status") WHERE status = 'pending';--> statement-breakpoint
+CREATE UNIQUE INDEX "purchases_idempotency_uq" ON "purchases" USING btree ("org_id","idempotency_key");--> statement-breakpoint
+CREATE UNIQUE INDEX "purchases_template_date_uq" ON "purchases" USING btree ("template_id","execution_date") WHERE template_id IS NOT NULL;--> statement-breakpoint
+CREATE UNIQUE INDEX "segments_org_provider_default_uq" ON "segments" USING btree ("org_id","provider") WHERE kind = 'provider_resources';--> statement-breakpoint
+CREATE INDEX "segments_org_idx" ON "segments" USING btree ("org_id","provider");--> statement-breakpoint
+CREATE UNIQUE INDEX "support_outbox_ticket_uq" ON "support_outbox" USING btree ("ticket_id");--> statement-breakpoint
+CREATE INDEX "support_outbox_due_idx" ON "support_outbox" USING btree ("next_attempt_at") WHERE delivered_at IS NULL;--> statement-breakpoint
+CREATE UNIQUE INDEX "support_tickets_number_uq" ON "support_tickets" USING btree ("number");--> statement-breakpoint
+CREATE INDEX "support_tickets_org_created_idx" ON "support_tickets" USING btree ("org_id","created_at");--> statement-breakpoint
+CREATE INDEX "report_snapshots_lookup_idx" ON "report_snapshots" USING btree ("org_id","report_type","month","provider","seq");

@@ -1,5 +1,9 @@
 import { Elysia } from "elysia";
 import type { Services } from "../lib/services.ts";
+import { supportOutboxJob } from "./support-outbox.ts";
+import { autoPurchaseJob } from "./auto-purchase.ts";
+import { freezePeriodsJob } from "./freeze-periods.ts";
+import { oauthCleanupJob } from "./oauth-cleanup.ts";
 
 /** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
 export interface Job {
@@ -10,7 +14,7 @@ export interface Job {
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [];
+export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job

@@ -7,9 +7,18 @@ import { createServices } from "../../lib/services.ts";
 import { AppError } from "../../lib/errors.ts";
 import { CliError, type CliCommand } from "./types.ts";
 import { coreCommands } from "./core.ts";
+import { supportCommands } from "./support.ts";
+import { planningCommands } from "./planning.ts";
+import { billingCommands } from "./billing.ts";
+import { catalogCommands } from "./catalog.ts";
+
+const unavailable = () => {
+  throw new Error("this command runs without a database");
+};
+const noDatabase = new Proxy({} as any, { get: (_t, prop) => (prop === "db" ? new Proxy({}, { get: unavailable }) : prop === "close" ? async () => {} : unavailable) });
 
 /** Every command; features append theirs (one file per feature in scripts/cli/). */
-export const commands: CliCommand[] = [...coreCommands];
+export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands];
 
 function help(): string {
   return [
@@ -57,7 +66,10 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  const s = createServices(handle as any, config, createLogger(values.json ? "silent" : "warn", (l) => process.stderr.write(l + "\n")));
+  const log = createLogger(values.json ? "silent" : "warn", (l) => process.stderr.write(l + "\n"));
+  // A command without a database (a generator writing a file) gets services whose database
+  // access fails loudly instead of opening (and locking) the embedded one.
+  const s = handle ? createServices(handle, config, log) : createServices(noDatabase, config, log);
   try {
     const result = await cmd.run(s, values, positionals);
     if (values.json) console.log(JSON.stringify(result, null, 2));

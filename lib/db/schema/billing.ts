@@ -98,6 +98,8 @@ export const billingLineItems = pgTable(
     resourceType: text("resource_type"),
     skuId: text("sku_id"),
     skuPriceId: text("sku_price_id"),
+    /** Instance type from SkuPriceDetails.InstanceType / x_InstanceType (plan generation groups by its family). */
+    instanceType: text("instance_type"),
     tags: jsonb("tags"),
     /** Columns the reports do not use, kept for audit (x_ columns, newer FOCUS columns). */
     extra: jsonb("extra"),

@@ -2,3 +2,9 @@
 // run `npm run db:generate` to regenerate the migration.
 export * from "./core.ts";
 export * from "./billing.ts";
+export * from "./catalog.ts";
+export * from "./estimates.ts";
+export * from "./oauth.ts";
+export * from "./planning.ts";
+export * from "./support.ts";
+export * from "./reports.ts";

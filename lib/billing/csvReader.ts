@@ -1,0 +1,118 @@
+/**
+ * A streaming RFC 4180 CSV reader for large billing files: quoted fields ("" escapes, embedded
+ * line breaks), CRLF/LF/CR line ends, a leading BOM, blank lines skipped, and the 1-based line
+ * number where each record starts (for error reports). It exists because csv-parse runs at a
+ * few MB/s under Bun, which made it the bottleneck of FOCUS imports; memory stays bounded by
+ * the input chunk size plus one record.
+ */
+export interface CsvRecord {
+  fields: string[];
+  /** Line of the file where the record starts (header = 1). */
+  line: number;
+}
+
+const QUOTE = 34;
+const COMMA = 44;
+const LF = 10;
+const CR = 13;
+
+export async function* readCsv(input: AsyncIterable<string | Uint8Array>): AsyncGenerator<CsvRecord> {
+  const decoder = new TextDecoder("utf-8");
+  let buf = "";
+  let line = 1;
+  let first = true;
+  const parse = function* (final: boolean): Generator<CsvRecord> {
+    let pos = 0;
+    const n = buf.length;
+    const next = (ch: string, from: number) => {
+      const i = buf.indexOf(ch, from);
+      return i === -1 ? n : i;
+    };
+    let lfPos = -1;
+    let crPos = -1;
+    outer: while (pos < n) {
+      const startLine = line;
+      let lines = 0;
+      const fields: string[] = [];
+      let p = pos;
+      for (;;) {
+        if (p >= n) {
+          if (!final) break outer;
+          fields.push("");
+          break;
+        }
+        let c = buf.charCodeAt(p);
+        if (c === QUOTE) {
+          let value = "";
+          let from = p + 1;
+          for (;;) {
+            const q = buf.indexOf('"', from);
+            if (q < 0) {
+              if (!final) break outer;
+              throw new CsvSyntaxError(`unterminated quoted field starting on line ${startLine}`, startLine);
+            }
+            if (q + 1 < n && buf.charCodeAt(q + 1) === QUOTE) {
+              value += buf.slice(from, q + 1);
+              from = q + 2;
+              continue;
+            }
+            if (q + 1 >= n && !final) break outer;
+            value += buf.slice(from, q);
+            p = q + 1;
+            break;
+          }
+          for (let i = value.indexOf("\n"); i >= 0; i = value.indexOf("\n", i + 1)) lines++;
+          fields.push(value);
+          c = p < n ? buf.charCodeAt(p) : -1;
+        } else {
+          // Native searches for the next comma / line end (much faster than a char loop);
+          // the next LF and CR positions are kept for the whole buffer, not searched per field.
+          if (lfPos < p) lfPos = next("\n", p);
+          if (crPos < p) crPos = next("\r", p);
+          let e = buf.indexOf(",", p);
+          if (e === -1) e = n;
+          if (lfPos < e) e = lfPos;
+          if (crPos < e) e = crPos;
+          if (e >= n && !final) break outer;
+          fields.push(buf.slice(p, e));
+          p = e;
+          c = p < n ? buf.charCodeAt(p) : -1;
+        }
+        if (c === COMMA) {
+          p++;
+          continue;
+        }
+        if (c === CR) {
+          if (p + 1 >= n && !final) break outer;
+          p += p + 1 < n && buf.charCodeAt(p + 1) === LF ? 2 : 1;
+        } else if (c === LF) p++;
+        else if (c !== -1) {
+          throw new CsvSyntaxError(`unexpected character after a quoted field on line ${startLine + lines}`, startLine);
+        }
+        lines++;
+        break;
+      }
+      pos = p;
+      line = startLine + lines;
+      if (!(fields.length === 1 && fields[0] === "")) yield { fields, line: startLine };
+    }
+    buf = buf.slice(pos);
+  };
+  for await (const chunk of input) {
+    let text = typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    if (first && text.length) {
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      first = false;
+    }
+    buf += text;
+    yield* parse(false);
+  }
+  buf += decoder.decode();
+  if (buf.length) yield* parse(true);
+}
+
+export class CsvSyntaxError extends Error {
+  constructor(message: string, readonly line: number) {
+    super(message);
+  }
+}

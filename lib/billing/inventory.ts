@@ -1,0 +1,137 @@
+/**
+ * Commitment inventory derived from billing data: one `commitments` row per (provider,
+ * CommitmentDiscountId), with its terms read from the Purchase rows (upfront = One-Time
+ * BilledCost, recurring = Recurring BilledCost per hour, term from the One-Time charge period)
+ * and the Used/Unused rows (holding account, region). Commitments a purchase added (source
+ * `purchase`) keep their terms; billing data only fills what they lack.
+ */
+import type { DbOrTx } from "../db/index.ts";
+import { num, queryRows, type Provider } from "./sql.ts";
+
+
+const DAY_MS = 86_400_000;
+
+/** DESIGN §5 commitment_type from FOCUS CommitmentDiscountType / Category (+ an explicit x_CommitmentType). */
+export function commitmentTypeOf(provider: Provider, focusType: string | null, category: string | null, name: string | null, explicit?: string | null): string {
+  if (explicit) return explicit;
+  const t = `${focusType ?? ""} ${name ?? ""}`.toLowerCase();
+  if (provider === "aws") {
+    if (t.includes("reserved") || /\bri\b/.test(t)) return "reserved_instance";
+    if (t.includes("savings")) {
+      if (t.includes("ec2")) return "ec2_instance_savings_plan";
+      if (t.includes("database")) return "database_savings_plan";
+      return "compute_savings_plan";
+    }
+    return category === "Usage" ? "reserved_instance" : "compute_savings_plan";
+  }
+  if (provider === "azure") {
+    if (t.includes("savings")) return "savings_plan";
+    if (t.includes("reserv")) return "reservation";
+    return category === "Spend" ? "savings_plan" : "reservation";
+  }
+  if (t.includes("spend") || t.includes("flex")) return "spend_cud";
+  if (t.includes("resource")) return "resource_cud";
+  return category === "Spend" ? "spend_cud" : "resource_cud";
+}
+
+/** Term from the One-Time purchase's charge period (the commitment's lifetime). */
+function termOf(startsAt: Date | null, endsAt: Date | null): string | null {
+  if (!startsAt || !endsAt) return null;
+  const days = (endsAt.getTime() - startsAt.getTime()) / DAY_MS;
+  if (days >= 360 && days <= 370) return "one_year";
+  if (days >= 1090 && days <= 1100) return "three_year";
+  return null;
+}
+
+const LOCK_IN_DAYS: Record<string, number> = { thirty_day_gris: 30, one_year_gris: 365 };
+
+/** Re-derives the given commitments from all of the org's billing rows; returns how many were upserted. */
+export async function deriveCommitments(db: DbOrTx, orgId: string, ids: { provider: Provider; id: string }[]): Promise<number> {
+  if (!ids.length) return 0;
+  const agg = await queryRows<any>(
+    db,
+    `SELECT li.provider, li.commitment_discount_id AS cid,
+       max(li.commitment_discount_name) AS name,
+       mode() WITHIN GROUP (ORDER BY li.commitment_discount_type) AS focus_type,
+       mode() WITHIN GROUP (ORDER BY li.commitment_discount_category) AS category,
+       min(li.charge_period_start) FILTER (WHERE li.charge_category = 'Purchase') AS purchase_start,
+       min(li.charge_period_start) AS first_seen,
+       max(li.charge_period_end) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'One-Time') AS one_time_end,
+       COALESCE(sum(li.billed_cost) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'One-Time'), 0) AS upfront,
+       COALESCE(sum(li.billed_cost) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'Recurring'), 0) AS recurring_billed,
+       COALESCE(sum(EXTRACT(EPOCH FROM (li.charge_period_end - li.charge_period_start))) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'Recurring'), 0) AS recurring_seconds,
+       max(li.commitment_discount_quantity) FILTER (WHERE li.charge_category = 'Purchase') AS amount,
+       mode() WITHIN GROUP (ORDER BY COALESCE(li.sub_account_id, li.billing_account_id)) FILTER (WHERE li.charge_category = 'Purchase') AS purchase_account,
+       mode() WITHIN GROUP (ORDER BY COALESCE(li.sub_account_id, li.billing_account_id)) FILTER (WHERE li.commitment_discount_status = 'Unused') AS unused_account,
+       mode() WITHIN GROUP (ORDER BY li.region_id) FILTER (WHERE li.charge_category = 'Purchase' OR li.commitment_discount_status = 'Used') AS region,
+       max(li.instance_type) FILTER (WHERE li.charge_category = 'Purchase') AS instance_type,
+       max(li.extra->>'x_CommitmentType') AS x_type,
+       max(li.extra->>'x_ContractTerm') AS x_term,
+       max(li.extra->>'x_PaymentOption') AS x_payment,
+       max(li.extra->>'x_OfferingClass') AS x_class,
+       max(li.extra->>'x_FeeRate') AS x_fee_rate,
+       max(li.extra->>'x_CommitmentStart') AS x_start,
+       max(li.extra->>'x_CommitmentEnd') AS x_end
+     FROM billing_line_items li
+     JOIN json_to_recordset($2::json) AS k(provider text, id text) ON k.provider = li.provider AND k.id = li.commitment_discount_id
+     WHERE li.org_id = $1::uuid
+     GROUP BY li.provider, li.commitment_discount_id`,
+    [orgId, JSON.stringify(ids)],
+  );
+  const rows = agg.map((a) => {
+    const startsAt = a.x_start ? new Date(a.x_start) : a.purchase_start ? new Date(a.purchase_start) : a.first_seen ? new Date(a.first_seen) : null;
+    const endsAt = a.x_end ? new Date(a.x_end) : a.one_time_end ? new Date(a.one_time_end) : null;
+    const upfront = num(a.upfront);
+    const recurringSeconds = num(a.recurring_seconds);
+    const recurringHourly = recurringSeconds > 0 ? num(a.recurring_billed) / (recurringSeconds / 3600) : null;
+    const term = a.x_term ?? termOf(startsAt, endsAt);
+    const payment = a.x_payment ?? (upfront > 0 && (recurringHourly ?? 0) > 0 ? "partial_upfront" : upfront > 0 ? "all_upfront" : (recurringHourly ?? 0) > 0 ? "no_upfront" : null);
+    const type = commitmentTypeOf(a.provider, a.focus_type, a.category, a.name, a.x_type);
+    const insured = typeof term === "string" && term.endsWith("_gris");
+    const lockIn = insured && startsAt ? new Date(startsAt.getTime() + LOCK_IN_DAYS[term]! * DAY_MS) : null;
+    const it: string | null = a.instance_type;
+    return {
+      provider: a.provider,
+      cid: a.cid,
+      name: a.name,
+      commitment_type: type,
+      category: a.category,
+      contract_term: term,
+      payment_option: payment,
+      offering_class: a.x_class ?? (type === "reserved_instance" ? "standard" : null),
+      region: a.region,
+      instance_type: it,
+      instance_family: it ? (a.provider === "aws" ? it.split(".")[0] : a.provider === "gcp" ? it.split("-")[0] : it.replace(/[0-9]+/g, "")) : null,
+      starts_at: startsAt?.toISOString() ?? null,
+      ends_at: endsAt?.toISOString() ?? null,
+      amount: a.amount === null || a.amount === undefined ? (recurringHourly !== null && (type.includes("savings_plan") || type === "spend_cud") ? String(recurringHourly) : null) : String(a.amount),
+      upfront_cost: String(upfront),
+      recurring_hourly_cost: recurringHourly === null ? null : String(recurringHourly),
+      holding_account_id: a.purchase_account ?? a.unused_account ?? null,
+      insured,
+      fee_rate: insured && a.x_fee_rate ? String(a.x_fee_rate) : null,
+      lock_in_ends_at: lockIn?.toISOString() ?? null,
+    };
+  });
+  if (!rows.length) return 0;
+  // Billing-derived rows follow the data; purchased ones (source = purchase) only get gaps filled.
+  const set = (c: string) => `${c} = CASE WHEN commitments.source = 'billing' THEN COALESCE(EXCLUDED.${c}, commitments.${c}) ELSE COALESCE(commitments.${c}, EXCLUDED.${c}) END`;
+  await queryRows(
+    db,
+    `INSERT INTO commitments (org_id, provider, provider_commitment_id, name, commitment_type, category, contract_term, payment_option, offering_class,
+        region, instance_type, instance_family, starts_at, ends_at, amount, upfront_cost, recurring_hourly_cost, holding_account_id, insured, fee_rate, lock_in_ends_at, source)
+     SELECT $1::uuid, r.provider, r.cid, r.name, r.commitment_type, r.category, r.contract_term, r.payment_option, r.offering_class,
+        r.region, r.instance_type, r.instance_family, r.starts_at, r.ends_at, r.amount, r.upfront_cost, r.recurring_hourly_cost, r.holding_account_id,
+        r.insured, r.fee_rate, r.lock_in_ends_at, 'billing'
+     FROM json_to_recordset($2::json) AS r(provider text, cid text, name text, commitment_type text, category text, contract_term text, payment_option text,
+        offering_class text, region text, instance_type text, instance_family text, starts_at timestamptz, ends_at timestamptz, amount numeric,
+        upfront_cost numeric, recurring_hourly_cost numeric, holding_account_id text, insured boolean, fee_rate numeric, lock_in_ends_at timestamptz)
+     ON CONFLICT (org_id, provider, provider_commitment_id) DO UPDATE SET
+       ${["name", "commitment_type", "category", "contract_term", "payment_option", "offering_class", "region", "instance_type", "instance_family", "starts_at", "ends_at", "amount", "upfront_cost", "recurring_hourly_cost", "holding_account_id", "fee_rate", "lock_in_ends_at"].map(set).join(",\n       ")},
+       insured = commitments.insured OR EXCLUDED.insured`,
+    [orgId, JSON.stringify(rows)],
+  );
+  return rows.length;
+}
+
+

@@ -1,0 +1,373 @@
+/**
+ * The allocation report catalog (DESIGN §8): each report is a descriptor (what the API lists)
+ * plus one SQL query computing its rows for one org, month and provider. The same query feeds
+ * the JSON and CSV answers, the period freeze (snapshots) and the benchmark's COPY baseline.
+ *
+ * Query parameters of every report SQL: $1 org id, $2 month (first day), $3 provider or null.
+ */
+import { SQLX } from "../billing/queries.ts";
+
+export type Category = "premiums_and_rebates" | "commitment" | "cloud_bill";
+export type RowGrain = "monthly" | "daily";
+export type Cadence = "daily" | "on_period_close" | "static";
+
+export interface ParamDescriptor {
+  name: string;
+  type: "integer" | "number" | "string" | "boolean";
+  required: boolean;
+  description: string;
+}
+export interface FieldDescriptor {
+  name: string;
+  type: "string" | "number" | "boolean";
+  description: string;
+}
+
+/** A report param beyond year/month/format: how it is validated and which output column it filters. */
+export interface FilterParam extends ParamDescriptor {
+  /** Output column compared for equality. */
+  column: string;
+  enum?: readonly string[];
+  format?: "uuid";
+}
+
+export interface ReportDefinition {
+  report_type: string;
+  name: string;
+  description: string;
+  category: Category;
+  row_grain: RowGrain;
+  update_cadence: Cadence;
+  params: FilterParam[];
+  output_fields: FieldDescriptor[];
+  /** Output columns holding money (rounded to cents, printed with 2 decimals in CSV). */
+  money: string[];
+  /** A total order of the rows. */
+  orderBy: string[];
+  /** SELECT producing exactly the output columns (no ORDER BY). */
+  sql: string;
+}
+
+const P = {
+  provider: { name: "provider", type: "string", required: false, description: "Only this provider: aws, azure or gcp.", column: "provider", enum: ["aws", "azure", "gcp"] },
+  account: { name: "account_id", type: "string", required: false, description: "Only this linked account (AWS account, Azure subscription, GCP project).", column: "account_id" },
+  billingAccount: { name: "billing_account_id", type: "string", required: false, description: "Only accounts of this billing (payer) account.", column: "billing_account_id" },
+  service: { name: "service_name", type: "string", required: false, description: "Only this service (FOCUS ServiceName).", column: "service_name" },
+  childOrg: { name: "child_org_id", type: "string", required: false, description: "Only this child organization (UUID).", column: "child_org_id", format: "uuid" },
+} satisfies Record<string, FilterParam>;
+
+const F = {
+  month: { name: "month", type: "string", description: "Calendar month of the billing period, YYYY-MM." },
+  date: { name: "date", type: "string", description: "Day of the charge (UTC), YYYY-MM-DD." },
+  provider: { name: "provider", type: "string", description: "aws, azure or gcp." },
+  currency: { name: "billing_currency", type: "string", description: "FOCUS BillingCurrency of the row's amounts (a row never mixes currencies)." },
+  billingAccount: { name: "billing_account_id", type: "string", description: "Billing (payer) account of the account." },
+  account: { name: "account_id", type: "string", description: "Linked account (FOCUS SubAccountId; the billing account when absent)." },
+  accountName: { name: "account_name", type: "string", description: "Display name of the account (may be null)." },
+  service: { name: "service_name", type: "string", description: "FOCUS ServiceName (may be null)." },
+  serviceCategory: { name: "service_category", type: "string", description: "FOCUS ServiceCategory (may be null)." },
+  used: { name: "commitment_used_cost", type: "number", description: "EffectiveCost of the commitment-covered (Used) usage." },
+  unusedAlloc: { name: "commitment_unused_allocated_cost", type: "number", description: "Share of the commitments' Unused EffectiveCost, pro rata to Used EffectiveCost on each commitment (kept on the holding account when nothing used it)." },
+  commitmentCost: { name: "commitment_cost", type: "number", description: "commitment_used_cost + commitment_unused_allocated_cost." },
+  covered: { name: "covered_ondemand_cost", type: "number", description: "On-demand equivalent (ListCost, else ContractedCost) of the covered usage." },
+  savings: { name: "savings", type: "number", description: "ListCost (or ContractedCost) − EffectiveCost of the covered usage; purchases excluded." },
+  ondemand: { name: "ondemand_cost", type: "number", description: "EffectiveCost of usage not covered by a commitment." },
+  billCommitment: { name: "commitment_cost", type: "number", description: "EffectiveCost of commitment rows on this invoice line (Used, Unused and Purchase)." },
+  other: { name: "other_cost", type: "number", description: "Tax, credits and adjustments (EffectiveCost)." },
+  total: { name: "total_cost", type: "number", description: "Σ EffectiveCost (amortized)." },
+  billed: { name: "billed_cost", type: "number", description: "Σ BilledCost (as invoiced)." },
+  premiums: { name: "premiums", type: "number", description: "Service premium of insured commitments: fee rate × max(gross savings, 0), spread by the account's share of each commitment's savings." },
+  rebates: { name: "rebates", type: "number", description: "Unused value of insured commitments after their lock-in, refunded by the service, spread like premiums." },
+  gross: { name: "gross_savings", type: "number", description: "Insured commitments' covered on-demand cost − their Used and Unused EffectiveCost, spread like premiums." },
+  net: { name: "net_savings", type: "number", description: "gross_savings − premiums + rebates." },
+} satisfies Record<string, FieldDescriptor>;
+
+const R = (x: string) => `ROUND((${x})::numeric, 2)`;
+const ACCT = SQLX.account;
+
+/** Rows of the org's month (and provider). */
+const LI = `li AS (SELECT * FROM billing_line_items li WHERE li.org_id = $1::uuid AND li.billing_period = $2::date AND ($3::text IS NULL OR li.provider = $3::text))`;
+/** Account → billing account and name (linked-account name from the inventory first). */
+const ACCOUNTS = `acct AS (
+  SELECT li.provider, ${ACCT} AS account_id, max(li.billing_account_id) AS billing_account_id,
+         COALESCE(max(ca.name), max(CASE WHEN li.sub_account_id IS NULL THEN li.billing_account_name ELSE li.sub_account_name END)) AS account_name
+  FROM li LEFT JOIN cloud_accounts ca ON ca.org_id = li.org_id AND ca.provider = li.provider AND ca.account_id = ${ACCT}
+  GROUP BY 1, 2)`;
+
+/**
+ * Commitment cost allocation over a dimension (`dim` = SQL of the grouping key(s), `period` =
+ * the extra key shares are computed within, e.g. the day): Unused cost of each commitment is
+ * spread over the keys pro rata to their Used EffectiveCost.
+ */
+function allocation(dims: string[], dimNames: string[], period: { expr: string; name: string } | null): string {
+  const keys = [...(period ? [`${period.expr} AS ${period.name}`] : []), ...dims.map((d, i) => `${d} AS ${dimNames[i]}`)];
+  const allKeys = [...(period ? [period.name] : []), ...dimNames];
+  const shareKeys = ["provider", "currency", "cid", ...(period ? [period.name] : [])];
+  return `cu AS (
+    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${keys.join(", ")},
+      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS used,
+      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Unused'), 0) AS unused,
+      COALESCE(SUM(${SQLX.odEq}) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS covered,
+      COALESCE(SUM(${SQLX.odEq} - li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS savings
+    FROM li
+    WHERE li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL AND li.commitment_discount_status IN ('Used', 'Unused')
+    GROUP BY li.provider, li.billing_currency, li.commitment_discount_id, ${allKeys.map((_, i) => i + 4).join(", ")}
+  ),
+  ct AS (SELECT ${shareKeys.join(", ")}, SUM(used) AS used_t, SUM(unused) AS unused_t FROM cu GROUP BY ${shareKeys.join(", ")}),
+  alloc AS (
+    SELECT cu.*, CASE WHEN ct.used_t <> 0 THEN ct.unused_t * cu.used / ct.used_t ELSE cu.unused END AS unused_alloc
+    FROM cu JOIN ct USING (${shareKeys.join(", ")})
+  )`;
+}
+
+const BILL_SUMS = `
+  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.ondemand}), 0)`)} AS ondemand_cost,
+  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase'), 0)`)} AS commitment_cost,
+  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE li.charge_category NOT IN ('Usage', 'Purchase')), 0)`)} AS other_cost,
+  ${R("SUM(li.effective_cost)")} AS total_cost, ${R("SUM(li.billed_cost)")} AS billed_cost`;
+const BILL_FIELDS = [F.ondemand, F.billCommitment, F.other, F.total, F.billed];
+const BILL_MONEY = ["ondemand_cost", "commitment_cost", "other_cost", "total_cost", "billed_cost"];
+const COMMIT_OUT = `${R("SUM(a.used)")} AS commitment_used_cost, ${R("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost, ${R("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${R("SUM(a.covered)")} AS covered_ondemand_cost, ${R("SUM(a.savings)")} AS savings`;
+const COMMIT_FIELDS = [F.used, F.unusedAlloc, F.commitmentCost, F.covered, F.savings];
+const COMMIT_MONEY = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "savings"];
+
+/**
+ * Insured (`_gris`) commitments: premium = fee_rate × max(gross, 0) per commitment and month,
+ * gross = covered on-demand − (Used + Unused) EffectiveCost; rebate = Unused EffectiveCost
+ * after the lock-in. Both spread over accounts by their share of the commitment's savings
+ * (by cost share when there were no savings).
+ */
+const PREMIUMS = `ins AS (SELECT c.provider, c.provider_commitment_id AS cid, COALESCE(c.fee_rate, 0) AS fee_rate, c.lock_in_ends_at FROM commitments c WHERE c.org_id = $1::uuid AND c.insured),
+  pa AS (
+    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${ACCT} AS account_id,
+      COALESCE(SUM(${SQLX.odEq} - li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS savings,
+      COALESCE(SUM(${SQLX.odEq}) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS covered,
+      COALESCE(SUM(li.effective_cost), 0) AS cost,
+      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Unused' AND ins.lock_in_ends_at IS NOT NULL AND li.charge_period_start >= ins.lock_in_ends_at), 0) AS rebate_base,
+      max(ins.fee_rate) AS fee_rate
+    FROM li JOIN ins ON ins.provider = li.provider AND ins.cid = li.commitment_discount_id
+    WHERE li.charge_category = 'Usage' AND li.commitment_discount_status IN ('Used', 'Unused')
+    GROUP BY 1, 2, 3, 4
+  ),
+  pc AS (SELECT provider, currency, cid, SUM(savings) AS s_t, SUM(covered) - SUM(cost) AS gross_t, SUM(rebate_base) AS rebate_t, SUM(cost) AS cost_t, max(fee_rate) AS fee_rate FROM pa GROUP BY 1, 2, 3),
+  pshare AS (
+    SELECT pa.provider, pa.currency, pa.account_id, pc.gross_t, pc.rebate_t, pc.fee_rate * GREATEST(pc.gross_t, 0) AS premium_t,
+      CASE WHEN pc.s_t > 0 THEN pa.savings / pc.s_t WHEN pc.cost_t <> 0 THEN pa.cost / pc.cost_t ELSE 0 END AS share
+    FROM pa JOIN pc USING (provider, currency, cid)
+  ),
+  pacct AS (
+    SELECT provider, currency, account_id, SUM(premium_t * share) AS premiums, SUM(rebate_t * share) AS rebates, SUM(gross_t * share) AS gross
+    FROM pshare GROUP BY 1, 2, 3
+  )`;
+const PREMIUM_OUT = `${R("SUM(p.premiums)")} AS premiums, ${R("SUM(p.rebates)")} AS rebates, ${R("SUM(p.gross)")} AS gross_savings, ${R("SUM(p.gross - p.premiums + p.rebates)")} AS net_savings`;
+const PREMIUM_FIELDS = [F.premiums, F.rebates, F.gross, F.net];
+const PREMIUM_MONEY = ["premiums", "rebates", "gross_savings", "net_savings"];
+
+const MONTH = `to_char($2::date, 'YYYY-MM')`;
+const DAY = `to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
+
+export const REPORTS: ReportDefinition[] = [
+  {
+    report_type: "premiums_and_rebates_by_account",
+    name: "Premiums and rebates by account",
+    description: "Service premiums and rebates of insured commitments, with their gross and net savings, spread over the accounts whose usage the commitments covered.",
+    category: "premiums_and_rebates",
+    row_grain: "monthly",
+    update_cadence: "on_period_close",
+    params: [P.provider, P.account],
+    output_fields: [F.month, F.provider, F.currency, F.account, F.accountName, ...PREMIUM_FIELDS],
+    money: PREMIUM_MONEY,
+    orderBy: ["provider", "billing_currency", "account_id"],
+    sql: `WITH ${LI}, ${ACCOUNTS}, ${PREMIUMS}
+      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, p.account_id, max(acct.account_name) AS account_name, ${PREMIUM_OUT}
+      FROM pacct p LEFT JOIN acct USING (provider, account_id) GROUP BY p.provider, p.currency, p.account_id`,
+  },
+  {
+    report_type: "premiums_and_rebates_by_child_org",
+    name: "Premiums and rebates by child organization",
+    description: "Premiums and rebates of insured commitments per child organization (accounts are assigned to child organizations; child_org_id is null for unassigned accounts).",
+    category: "premiums_and_rebates",
+    row_grain: "monthly",
+    update_cadence: "on_period_close",
+    params: [P.provider, P.childOrg],
+    output_fields: [
+      F.month,
+      F.provider,
+      F.currency,
+      { name: "child_org_id", type: "string", description: "Child organization the accounts belong to (null: not assigned)." },
+      { name: "child_org_name", type: "string", description: "Name of the child organization (null: not assigned)." },
+      ...PREMIUM_FIELDS,
+    ],
+    money: PREMIUM_MONEY,
+    orderBy: ["provider", "billing_currency", "child_org_id"],
+    sql: `WITH ${LI}, ${PREMIUMS}
+      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, ca.child_org_id::text AS child_org_id, max(o.name) AS child_org_name, ${PREMIUM_OUT}
+      FROM pacct p
+      LEFT JOIN cloud_accounts ca ON ca.org_id = $1::uuid AND ca.provider = p.provider AND ca.account_id = p.account_id
+      LEFT JOIN organizations o ON o.id = ca.child_org_id AND o.parent_id = $1::uuid
+      GROUP BY p.provider, p.currency, ca.child_org_id`,
+  },
+  {
+    report_type: "commitment_cost_by_account",
+    name: "Commitment cost by account",
+    description: "Commitment cost moved from the holding accounts to the accounts that used it: Used cost plus a pro-rata share of the Unused cost, with covered on-demand cost and savings.",
+    category: "commitment",
+    row_grain: "monthly",
+    update_cadence: "daily",
+    params: [P.provider, P.billingAccount, P.account],
+    output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...COMMIT_FIELDS],
+    money: COMMIT_MONEY,
+    orderBy: ["provider", "billing_currency", "account_id"],
+    sql: `WITH ${LI}, ${ACCOUNTS}, ${allocation([ACCT], ["account_id"], null)}
+      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, a.account_id, max(acct.account_name) AS account_name, ${COMMIT_OUT}
+      FROM alloc a LEFT JOIN acct USING (provider, account_id) GROUP BY a.provider, a.currency, a.account_id`,
+  },
+  {
+    report_type: "commitment_cost_by_service",
+    name: "Commitment cost by service",
+    description: "Commitment cost per service: Used cost plus a pro-rata share of the Unused cost, with covered on-demand cost and savings.",
+    category: "commitment",
+    row_grain: "monthly",
+    update_cadence: "daily",
+    params: [P.provider, P.service],
+    output_fields: [F.month, F.provider, F.currency, F.service, ...COMMIT_FIELDS],
+    money: COMMIT_MONEY,
+    orderBy: ["provider", "billing_currency", "service_name"],
+    sql: `WITH ${LI}, ${allocation(["li.service_name"], ["service_name"], null)}
+      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, a.service_name, ${COMMIT_OUT}
+      FROM alloc a GROUP BY a.provider, a.currency, a.service_name`,
+  },
+  {
+    report_type: "commitment_cost_daily",
+    name: "Commitment cost by day and account",
+    description: "Daily commitment cost per account (Unused cost of each day spread over that day's users) and savings.",
+    category: "commitment",
+    row_grain: "daily",
+    update_cadence: "daily",
+    params: [P.provider, P.account],
+    output_fields: [F.date, F.provider, F.currency, F.account, F.used, F.unusedAlloc, F.commitmentCost, F.savings],
+    money: ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "savings"],
+    orderBy: ["date", "provider", "billing_currency", "account_id"],
+    sql: `WITH ${LI}, ${allocation([ACCT], ["account_id"], { expr: DAY, name: "date" })}
+      SELECT a.date, a.provider, a.currency AS billing_currency, a.account_id, ${R("SUM(a.used)")} AS commitment_used_cost, ${R("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost,
+        ${R("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${R("SUM(a.savings)")} AS savings
+      FROM alloc a GROUP BY a.date, a.provider, a.currency, a.account_id`,
+  },
+  {
+    report_type: "cloud_bill_by_account",
+    name: "Cloud bill by account",
+    description: "The full bill per account as invoiced: on-demand, commitment and other charges (tax, credits, adjustments); total_cost is Σ EffectiveCost, billed_cost Σ BilledCost.",
+    category: "cloud_bill",
+    row_grain: "monthly",
+    update_cadence: "on_period_close",
+    params: [P.provider, P.billingAccount, P.account],
+    output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...BILL_FIELDS],
+    money: BILL_MONEY,
+    orderBy: ["provider", "billing_currency", "account_id"],
+    sql: `WITH ${LI}, ${ACCOUNTS}
+      SELECT ${MONTH} AS month, li.provider, li.billing_currency, max(acct.billing_account_id) AS billing_account_id, ${ACCT} AS account_id, max(acct.account_name) AS account_name, ${BILL_SUMS}
+      FROM li LEFT JOIN acct ON acct.provider = li.provider AND acct.account_id = ${ACCT}
+      GROUP BY li.provider, li.billing_currency, ${ACCT}`,
+  },
+  {
+    report_type: "cloud_bill_by_service",
+    name: "Cloud bill by service",
+    description: "The full bill per service: on-demand, commitment and other charges; refreshed daily while the month is open.",
+    category: "cloud_bill",
+    row_grain: "monthly",
+    update_cadence: "daily",
+    params: [P.provider, P.service],
+    output_fields: [F.month, F.provider, F.currency, F.serviceCategory, F.service, ...BILL_FIELDS],
+    money: BILL_MONEY,
+    orderBy: ["provider", "billing_currency", "service_category", "service_name"],
+    sql: `WITH ${LI}
+      SELECT ${MONTH} AS month, li.provider, li.billing_currency, li.service_category, li.service_name, ${BILL_SUMS}
+      FROM li GROUP BY li.provider, li.billing_currency, li.service_category, li.service_name`,
+  },
+  {
+    report_type: "cloud_bill_daily",
+    name: "Cloud bill by day",
+    description: "The full bill per day (UTC, by charge period start) and provider.",
+    category: "cloud_bill",
+    row_grain: "daily",
+    update_cadence: "daily",
+    params: [P.provider],
+    output_fields: [F.date, F.provider, F.currency, ...BILL_FIELDS],
+    money: BILL_MONEY,
+    orderBy: ["date", "provider", "billing_currency"],
+    sql: `WITH ${LI}
+      SELECT ${DAY} AS date, li.provider, li.billing_currency, ${BILL_SUMS}
+      FROM li GROUP BY 1, 2, 3`,
+  },
+  {
+    report_type: "cloud_bill_by_resource",
+    name: "Cloud bill by resource",
+    description: "The full bill per resource (FOCUS ResourceId; charges without a resource grouped per account and service).",
+    category: "cloud_bill",
+    row_grain: "monthly",
+    update_cadence: "daily",
+    params: [P.provider, P.account, P.service],
+    output_fields: [F.month, F.provider, F.currency, F.account, { name: "resource_id", type: "string", description: "FOCUS ResourceId (null for charges without a resource)." }, F.service, ...BILL_FIELDS],
+    money: BILL_MONEY,
+    orderBy: ["provider", "billing_currency", "account_id", "resource_id", "service_name"],
+    sql: `WITH ${LI}
+      SELECT ${MONTH} AS month, li.provider, li.billing_currency, ${ACCT} AS account_id, li.resource_id, li.service_name, ${BILL_SUMS}
+      FROM li GROUP BY li.provider, li.billing_currency, ${ACCT}, li.resource_id, li.service_name`,
+  },
+  {
+    report_type: "commitment_inventory",
+    name: "Commitment inventory",
+    description: "Commitments active during the month with their terms (type, term, payment, amount, insured fee rate). Terms never change once bought.",
+    category: "commitment",
+    row_grain: "monthly",
+    update_cadence: "static",
+    params: [P.provider, P.account],
+    output_fields: [
+      F.month,
+      F.provider,
+      { name: "commitment_id", type: "string", description: "The provider's commitment id (FOCUS CommitmentDiscountId)." },
+      { name: "commitment_type", type: "string", description: "reserved_instance, compute_savings_plan, reservation, spend_cud, …" },
+      { name: "contract_term", type: "string", description: "one_year, three_year, thirty_day_gris, one_year_gris (null when unknown)." },
+      { name: "payment_option", type: "string", description: "no_upfront, partial_upfront or all_upfront (null when unknown)." },
+      { name: "starts_at", type: "string", description: "Start (ISO 8601)." },
+      { name: "ends_at", type: "string", description: "End (ISO 8601, null when unknown)." },
+      { name: "amount", type: "number", description: "Resource count (RI, reservation, resource CUD) or $/hour (savings plan, spend CUD)." },
+      { name: "upfront_cost", type: "number", description: "One-time upfront payment." },
+      { name: "recurring_hourly_cost", type: "number", description: "Recurring fee per hour." },
+      { name: "account_id", type: "string", description: "Holding account." },
+      { name: "insured", type: "boolean", description: "Insured (_gris) commitment." },
+      { name: "fee_rate", type: "number", description: "Premium rate on realized savings (insured only)." },
+    ],
+    money: ["upfront_cost"],
+    orderBy: ["provider", "commitment_id"],
+    sql: `SELECT ${MONTH} AS month, c.provider, c.provider_commitment_id AS commitment_id, c.commitment_type, c.contract_term, c.payment_option,
+        to_char(c.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS starts_at, to_char(c.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS ends_at,
+        c.amount, ${R("c.upfront_cost")} AS upfront_cost, c.recurring_hourly_cost, c.holding_account_id AS account_id, c.insured, c.fee_rate
+      FROM commitments c
+      WHERE c.org_id = $1::uuid AND ($3::text IS NULL OR c.provider = $3::text)
+        AND (c.starts_at IS NULL OR c.starts_at < ($2::date + interval '1 month')) AND (c.ends_at IS NULL OR c.ends_at > $2::date)`,
+  },
+];
+
+export function findReport(type: string): ReportDefinition | undefined {
+  return REPORTS.find((r) => r.report_type === type);
+}
+
+/** What GET /allocation-reports lists for a report. */
+export function descriptorOf(r: ReportDefinition) {
+  return {
+    report_type: r.report_type,
+    name: r.name,
+    description: r.description,
+    category: r.category,
+    row_grain: r.row_grain,
+    update_cadence: r.update_cadence,
+    params: [
+      { name: "year", type: "integer", required: true, description: "Calendar year of the month wanted, e.g. 2026." },
+      { name: "month", type: "integer", required: true, description: "Calendar month wanted, 1 to 12." },
+      { name: "format", type: "string", required: false, description: "`json` (default) or `csv` for a CSV download." },
+      ...r.params.map(({ name, type, required, description }) => ({ name, type, required, description })),
+    ],
+    output_fields: r.output_fields.map(({ name, type, description }) => ({ name, type, description })),
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * Reconciliation on generated data: a month of hourly FOCUS rows (aws and gcp, commitments of
+ * every kind incl. insured ones) is imported; the reports must add up to the rows themselves.
+ * Expected totals are summed here straight from the generator's output, not from the database.
+ */
+import { expect, test } from "bun:test";
+import { Readable } from "node:stream";
+import { stringify } from "csv-stringify/sync";
+import { describeEachDb } from "../helpers/db.ts";
+import { useTestApp } from "../helpers/app.ts";
+import { importFocus } from "../../lib/billing/focus.ts";
+import { FOCUS_GENERATOR_COLUMNS, generateFocusRows, type GeneratorOptions } from "../../lib/billing/generator.ts";
+import { coverageAndUtilization, hourlyOnDemandEquivalentUsage, listCommitments, spendBy } from "../../lib/billing/queries.ts";
+import { closeBillingPeriod, freezeClosedPeriods } from "../../lib/reports/periods.ts";
+import { getReport } from "../reports/helpers.ts";
+
+const NOW = new Date("2026-03-01T05:00:00Z");
+const GEN: GeneratorOptions = { now: NOW, months: 2, providers: ["aws", "gcp"], accountsPerProvider: 2, resourcesPerAccount: 2, grain: "hourly", seed: 11 };
+const col = Object.fromEntries(FOCUS_GENERATOR_COLUMNS.map((c, i) => [c, i])) as Record<string, number>;
+
+/** February's generated rows. */
+function februaryRows() {
+  return [...generateFocusRows(GEN)].filter((r) => r[col.BillingPeriodStart!] === "2026-02-01T00:00:00Z");
+}
+const money = (rows: (string | null)[][], c: string, keep: (r: (string | null)[]) => boolean = () => true) => rows.filter(keep).reduce((s, r) => s + Number(r[col[c]!] ?? 0), 0);
+
+describeEachDb("billing reconciliation on generated data", (driver) => {
+  const t = useTestApp(driver, { now: () => NOW });
+  let org: { id: string; key: string };
+  const feb = februaryRows();
+
+  test("generated data imports completely and keeps the commitment invariant", async () => {
+    org = await t.newOrg("generated");
+    const csv = Readable.from((function* () {
+      yield stringify([FOCUS_GENERATOR_COLUMNS as unknown as string[]]);
+      for (const r of generateFocusRows(GEN)) yield stringify([r]);
+    })());
+    const r = await importFocus(t.s.db, org.id, csv);
+    expect(r.rows_rejected).toBe(0);
+    expect(r.rows_imported).toBe([...generateFocusRows(GEN)].length);
+    // Per commitment and month: Σ (Used + Unused) EffectiveCost = Σ Purchase BilledCost.
+    const inv = await t.s.handle.query<any>(
+      `SELECT commitment_discount_id, billing_period,
+         SUM(effective_cost) FILTER (WHERE commitment_discount_status IN ('Used', 'Unused')) AS usage_cost,
+         SUM(billed_cost) FILTER (WHERE charge_category = 'Purchase') AS purchased
+       FROM billing_line_items WHERE org_id = $1 AND commitment_discount_id IS NOT NULL GROUP BY 1, 2`,
+      [org.id],
+    );
+    expect(inv.length).toBe(12); // 3 commitments × 2 providers × 2 months
+    for (const x of inv) expect(Math.abs(Number(x.usage_cost) - Number(x.purchased))).toBeLessThan(1e-6);
+  }, 60_000);
+
+  test("inventory: RI/CUD, savings plan / spend CUD and an insured thirty_day_gris with fee rate and lock-in", async () => {
+    const cs = await listCommitments(t.s.db, org.id, { status: "all" });
+    expect(cs.map((c) => `${c.provider}:${c.commitment_type}:${c.contract_term}`).sort()).toEqual([
+      "aws:compute_savings_plan:thirty_day_gris",
+      "aws:compute_savings_plan:three_year",
+      "aws:reserved_instance:one_year",
+      "gcp:resource_cud:one_year",
+      "gcp:spend_cud:thirty_day_gris",
+      "gcp:spend_cud:three_year",
+    ]);
+    for (const c of cs.filter((x) => x.insured)) {
+      expect(c.fee_rate).toBe(0.2);
+      expect(Date.parse(c.lock_in_ends_at!) - Date.parse(c.starts_at!)).toBe(30 * 86_400_000);
+      expect(c.payment_option).toBe("no_upfront");
+    }
+    expect(cs.every((c) => c.holding_account_id !== null && c.recurring_hourly_cost! > 0)).toBe(true);
+  });
+
+  test("Σ cloud_bill_by_service = Σ EffectiveCost (and BilledCost) of the month's rows, to the cent", async () => {
+    const rep = await getReport(t, org, "cloud_bill_by_service", "year=2026&month=2");
+    const total = rep.rows.reduce((s, r) => s + r.total_cost, 0);
+    const billed = rep.rows.reduce((s, r) => s + r.billed_cost, 0);
+    // Rows are rounded to cents each: the sum may differ by at most half a cent per row.
+    expect(Math.abs(total - money(feb, "EffectiveCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+    expect(Math.abs(billed - money(feb, "BilledCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+    for (const r of rep.rows) expect(Math.abs(r.ondemand_cost + r.commitment_cost + r.other_cost - r.total_cost)).toBeLessThanOrEqual(0.015 + 1e-9);
+  });
+
+  test("Σ commitment cost over accounts = Σ Purchase BilledCost of the month (no-upfront: amortized = billed)", async () => {
+    const rep = await getReport(t, org, "commitment_cost_by_account", "year=2026&month=2");
+    const allocated = rep.rows.reduce((s, r) => s + r.commitment_cost, 0);
+    const purchased = money(feb, "BilledCost", (r) => r[col.ChargeCategory!] === "Purchase");
+    expect(purchased).toBeGreaterThan(100);
+    expect(Math.abs(allocated - purchased)).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+    // Unused cost is redistributed, never lost: Σ allocated unused = Σ Unused EffectiveCost.
+    const unused = money(feb, "EffectiveCost", (r) => r[col.CommitmentDiscountStatus!] === "Unused");
+    expect(Math.abs(rep.rows.reduce((s, r) => s + r.commitment_unused_allocated_cost, 0) - unused)).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+    const daily = await getReport(t, org, "commitment_cost_daily", "year=2026&month=2");
+    expect(daily.rows.length).toBeGreaterThanOrEqual(28);
+    expect(Math.abs(daily.rows.reduce((s, r) => s + r.commitment_cost, 0) - purchased)).toBeLessThanOrEqual(0.005 * daily.rows.length + 1e-9);
+  });
+
+  test("closing February freezes cloud_bill_by_account with the same totals", async () => {
+    for (const p of ["aws", "gcp"] as const) await closeBillingPeriod(t.s.db, org.id, p, "2026-02", NOW);
+    await freezeClosedPeriods(t.s.db, NOW, { orgId: org.id });
+    const rep = await getReport(t, org, "cloud_bill_by_account", "year=2026&month=2");
+    expect(rep.period_status).toBe("finalized");
+    expect(Math.abs(rep.rows.reduce((s, r) => s + r.total_cost, 0) - money(feb, "EffectiveCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+  });
+
+  test("query functions agree with the rows: spendBy, coverage/utilization, hourly on-demand equivalent", async () => {
+    const [s] = (await spendBy(t.s.db, org.id, { provider: "aws", from: "2026-02-01", to: "2026-03-01", groupBy: "month" }));
+    const awsFeb = feb.filter((r) => r[col.ProviderName!] === "AWS");
+    expect(s!.effective_cost).toBeCloseTo(money(awsFeb, "EffectiveCost"), 6);
+    const cu = await coverageAndUtilization(t.s.db, org.id, { provider: "aws", from: "2026-02-01", to: "2026-03-01", groupBy: "commitment" });
+    expect(cu.length).toBe(3);
+    for (const c of cu) {
+      expect(c.utilization!).toBeGreaterThan(0);
+      expect(c.utilization!).toBeLessThanOrEqual(1);
+    }
+    const hourly = await hourlyOnDemandEquivalentUsage(t.s.db, org.id, { provider: "aws", from: "2026-02-01T00:00:00Z", to: "2026-03-01T00:00:00Z" });
+    const usage = (r: (string | null)[]) => r[col.ChargeCategory!] === "Usage" && r[col.CommitmentDiscountStatus!] !== "Unused";
+    expect(hourly.reduce((x, h) => x + h.ondemand_equivalent_cost, 0)).toBeCloseTo(money(awsFeb, "ListCost", usage), 6);
+    expect(new Set(hourly.map((h) => h.hour)).size).toBe(28 * 24);
+    expect(hourly.some((h) => h.instance_family !== null)).toBe(true);
+  });
+});
