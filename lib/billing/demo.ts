@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { Services } from "../services.ts";
 import type { DemoSeeder } from "../demo/seeders.ts";
 import { createOrganization } from "../orgs/service.ts";
@@ -10,7 +11,7 @@ import { autoCloseOldPeriods, closeBillingPeriod } from "../reports/periods.ts";
 import { stringify } from "csv-stringify/sync";
 
 /** Where the real FinOps FOCUS sample lives (repo checkout or the shared data folder). */
-const SAMPLE_PATHS = ["data/focus/focus_sample_1000.csv", "/work/shared/data/focus/focus_sample_1000.csv"];
+const SAMPLE_PATHS = [fileURLToPath(new URL("../../data/focus/focus_sample_1000.csv", import.meta.url)), "data/focus/focus_sample_1000.csv"];
 
 /**
  * Demo billing data: three months (daily grain, small enough for a quick first start) of

@@ -1,11 +1,11 @@
 // Regenerates lib/catalog/snapshot.gen.ts from a price snapshot directory (default
-// /work/shared/data/pricing): `npx bun lib/catalog/generateSnapshot.ts [dir]`. The snapshot is
+// data/pricing, copied from the shared reference data): `npx bun lib/catalog/generateSnapshot.ts [dir]`. The snapshot is
 // embedded as text so the compiled binary and Deno need no data files at run time.
 import { readFileSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 
-const dir = process.argv[2] ?? "/work/shared/data/pricing";
+const dir = process.argv[2] ?? new URL("../../data/pricing", import.meta.url).pathname;
 const prices = readFileSync(join(dir, "prices.csv"), "utf8");
 const skus = readFileSync(join(dir, "catalog_skus.csv"), "utf8");
 const sources = readFileSync(join(dir, "sources.json"), "utf8");

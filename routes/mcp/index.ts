@@ -19,7 +19,7 @@ const hidden = { parse: "none" as const, detail: { hide: true } };
 
 export default ((s, prefix) =>
   new Elysia({ prefix, normalize: false })
-    .post("/", handler(s), {
+    .post("", handler(s), {
       parse: "none",
       detail: {
         tags: ["Assistant (MCP)"],
@@ -29,6 +29,6 @@ export default ((s, prefix) =>
         security: [{ bearer: [] }],
       },
     })
-    .get("/", handler(s), hidden)
-    .delete("/", handler(s), hidden)
-    .options("/", handler(s), hidden)) satisfies RouteModule;
+    .get("", handler(s), hidden)
+    .delete("", handler(s), hidden)
+    .options("", handler(s), hidden)) satisfies RouteModule;

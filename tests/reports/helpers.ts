@@ -1,9 +1,10 @@
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import { expect } from "bun:test";
 import { importFocus, importFocusFile, type ImportOptions } from "../../lib/billing/focus.ts";
 import type { TestContext } from "../helpers/app.ts";
 
-export const FOCUS_DIR = "/work/shared/data/focus";
+export const FOCUS_DIR = join(import.meta.dir, "../../data/focus");
 export const SPEC = `${FOCUS_DIR}/spec_examples`;
 
 /** Columns the FOCUS spec examples leave out (they show only the columns of the scenario). */

@@ -6,8 +6,8 @@ import { corsPreflight } from "../../../lib/oauth/errors.ts";
 /** RFC 7591 dynamic client registration (public clients; answers use RFC 7591 error bodies). */
 export default ((s, prefix) =>
   new Elysia({ prefix, normalize: false })
-    .post("/", ({ request }) => registrationEndpoint(s, request), {
+    .post("", ({ request }) => registrationEndpoint(s, request), {
       parse: "none",
       detail: { tags: ["OAuth"], summary: "Register a client (RFC 7591)" },
     })
-    .options("/", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;
+    .options("", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;

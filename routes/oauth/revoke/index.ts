@@ -6,8 +6,8 @@ import { corsPreflight } from "../../../lib/oauth/errors.ts";
 /** RFC 7009 token revocation. */
 export default ((s, prefix) =>
   new Elysia({ prefix, normalize: false })
-    .post("/", ({ request }) => revocationEndpoint(s, request), {
+    .post("", ({ request }) => revocationEndpoint(s, request), {
       parse: "none",
       detail: { tags: ["OAuth"], summary: "Revoke an access or refresh token (RFC 7009)" },
     })
-    .options("/", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;
+    .options("", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;

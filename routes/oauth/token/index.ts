@@ -6,8 +6,8 @@ import { corsPreflight } from "../../../lib/oauth/errors.ts";
 /** Token endpoint: authorization_code (PKCE) and refresh_token grants; RFC 6749 error bodies. */
 export default ((s, prefix) =>
   new Elysia({ prefix, normalize: false })
-    .post("/", ({ request }) => tokenEndpoint(s, request), {
+    .post("", ({ request }) => tokenEndpoint(s, request), {
       parse: "none",
       detail: { tags: ["OAuth"], summary: "Exchange a code or refresh token for tokens" },
     })
-    .options("/", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;
+    .options("", () => corsPreflight("POST"), { detail: { hide: true } })) satisfies RouteModule;

@@ -8,11 +8,11 @@ const CORS = { "access-control-allow-origin": "*", "access-control-allow-methods
 export default ((s, prefix) =>
   new Elysia({ prefix, normalize: false })
     .get(
-      "/",
+      "",
       () =>
         new Response(JSON.stringify(protectedResourceMetadata(s.config.publicUrl)), {
           headers: { "content-type": "application/json", "cache-control": "public, max-age=300", ...CORS },
         }),
       { detail: { tags: ["Assistant (MCP)"], summary: "Protected resource metadata of /mcp (RFC 9728)" } },
     )
-    .options("/", () => new Response(null, { status: 204, headers: { ...CORS, "access-control-max-age": "600" } }), { detail: { hide: true } })) satisfies RouteModule;
+    .options("", () => new Response(null, { status: 204, headers: { ...CORS, "access-control-max-age": "600" } }), { detail: { hide: true } })) satisfies RouteModule;

@@ -4,6 +4,6 @@ import { upstreamCallback } from "../../../../lib/oauth/flow.ts";
 
 /** Redirect target of the upstream OpenID Connect provider. */
 export default ((s, prefix) =>
-  new Elysia({ prefix, normalize: false }).get("/", ({ request }) => upstreamCallback(s, { request }), {
+  new Elysia({ prefix, normalize: false }).get("", ({ request }) => upstreamCallback(s, { request }), {
     detail: { tags: ["OAuth"], summary: "Upstream OpenID Connect sign-in callback" },
   })) satisfies RouteModule;

@@ -24,7 +24,7 @@ const ReportQuery = t.Object(
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
-      "/",
+      "",
       async ({ principal }) => {
         requireScope(principal, "reports:read");
         return listReportDescriptors(s.db, principal.orgId);

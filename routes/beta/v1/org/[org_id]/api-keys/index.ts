@@ -7,12 +7,12 @@ const tags = ["API keys"];
 
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
-    .get("/", ({ principal, query }) => listOrgApiKeys(s.db, principal, query.include_revoked ?? false), {
+    .get("", ({ principal, query }) => listOrgApiKeys(s.db, principal, query.include_revoked ?? false), {
       query: ListQuery,
       response: { 200: t.Array(ApiKeyView) },
       detail: { tags, summary: "List the organization's API keys (never the secrets)" },
     })
-    .post("/", ({ principal, body }) => createOrgApiKey(s.db, principal, body), {
+    .post("", ({ principal, body }) => createOrgApiKey(s.db, principal, body), {
       body: CreateApiKeyBody,
       response: { 200: CreatedApiKeyView },
       detail: { tags, summary: "Create an API key; the secret is shown once" },

@@ -18,7 +18,7 @@ const SearchQuery = t.Object({
 /** Catalog search: the public catalog plus the organization's custom-priced SKUs. */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get(
-    "/",
+    "",
     async ({ principal, query, set }) => {
       requireScope(principal, "estimates:read");
       await ensurePublicCatalogOnce(s.db);

@@ -10,7 +10,7 @@ const security: { [name: string]: string[] }[] = [{ bearer: [] }, { apiKey: [] }
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
-      "/",
+      "",
       async ({ principal, query }) => {
         requireScope(principal, "templates:read");
         return listTemplates(s.db, principal.orgId, query.provider, query.segment_id?.toLowerCase(), s.now());
@@ -18,7 +18,7 @@ export default defineRoutes((s, prefix) =>
       { query: ListQuery, detail: { tags, security, summary: "Templates of one segment (default: the provider-resources segment)" } },
     )
     .post(
-      "/",
+      "",
       async ({ principal, body }) => {
         requireScope(principal, "templates:write");
         checkAutoPurchase(body.auto_purchase);

@@ -12,7 +12,7 @@ const security = [{ bearer: [] }];
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
-      "/",
+      "",
       async ({ principal, query }) => {
         requireScope(principal, "estimates:read");
         return listEstimates(s.db, principal.orgId, query.provider);
@@ -20,7 +20,7 @@ export default defineRoutes((s, prefix) =>
       { query: ListQuery, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
     )
     .post(
-      "/",
+      "",
       async ({ principal, body }) => {
         requireScope(principal, "estimates:write");
         return createEstimate(s.db, principal.orgId, body);

@@ -13,7 +13,7 @@ const security = [{ bearer: [] }];
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .post(
-      "/",
+      "",
       async ({ principal, params, body }) => {
         requireScope(principal, "estimates:write");
         return addLines(s.db, principal.orgId, params.estimate_id, body.line_items);
