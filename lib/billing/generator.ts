@@ -119,7 +119,8 @@ const SPECS: Record<Provider, ProviderSpec> = {
   },
 };
 
-function rng(seed: number) {
+/** Deterministic PRNG (mulberry32): generated data is reproducible from its seed. */
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -1,16 +1,5 @@
 import { addDaysIso, type DailyPoint } from "../../lib/mcp/forecast.ts";
-
-/** Deterministic PRNG (mulberry32) so generated series are reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../../lib/billing/generator.ts";
 
 /**
  * Daily cloud spend: level + slope·t, weekends × weekendFactor, multiplicative Gaussian noise
