@@ -33,9 +33,7 @@ export async function queryRows<T = Record<string, unknown>>(db: DbOrTx, text: s
 /** numeric columns come back as strings; null stays null. */
 export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
-export const PROVIDERS = ["aws", "azure", "gcp"] as const;
-export type Provider = (typeof PROVIDERS)[number];
-export const isProvider = (p: unknown): p is Provider => typeof p === "string" && (PROVIDERS as readonly string[]).includes(p);
+export { PROVIDERS, isProvider, type Provider } from "../providers.ts";
 
 /** 'YYYY-MM' or a Date → 'YYYY-MM-01'. */
 export function monthStart(m: string | Date): string {

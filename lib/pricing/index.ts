@@ -10,7 +10,8 @@ export const HOURS_PER_MONTH = 730;
 /** Seconds in an average month (730 h): amortizes an upfront over its duration. */
 export const SECONDS_PER_MONTH = 2_628_000;
 
-export type Provider = "aws" | "azure" | "gcp";
+export type { Provider } from "../providers.ts";
+import type { Provider } from "../providers.ts";
 export type QuantityBasis = "resource_count" | "usage_hours" | "usage_quantity";
 export const QUANTITY_BASES: QuantityBasis[] = ["resource_count", "usage_hours", "usage_quantity"];
 

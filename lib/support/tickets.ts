@@ -4,7 +4,8 @@ import type { DbOrTx } from "../db/index.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
 
-export type Provider = "aws" | "azure" | "gcp";
+export type { Provider } from "../providers.ts";
+import type { Provider } from "../providers.ts";
 
 export interface BugReportInput {
   summary: string;

@@ -1,6 +1,6 @@
 /** Enums of templates and plans (DESIGN §5). */
-export const PROVIDERS = ["aws", "azure", "gcp"] as const;
-export type Provider = (typeof PROVIDERS)[number];
+export { PROVIDERS, type Provider } from "../providers.ts";
+import type { Provider } from "../providers.ts";
 
 export const CONTRACT_TERMS = ["one_year", "three_year", "thirty_day_gris", "one_year_gris"] as const;
 export type ContractTerm = (typeof CONTRACT_TERMS)[number];

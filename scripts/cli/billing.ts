@@ -1,20 +1,15 @@
 import { createWriteStream, existsSync } from "node:fs";
 import { createGzip } from "node:zlib";
 import { stringify } from "csv-stringify/sync";
-import { isUuid } from "../../lib/orgs/service.ts";
 import { FocusFileError, FocusImportRejected, importFocusFile, type RejectedRow } from "../../lib/billing/focus.ts";
 import { writeFocusCsv } from "../../lib/billing/generator.ts";
 import { isProvider, PROVIDERS, type Provider } from "../../lib/billing/sql.ts";
 import { closeBillingPeriod, freezeClosedPeriods, listBillingPeriods } from "../../lib/reports/periods.ts";
 import { csvSafeText, setReportHidden } from "../../lib/reports/service.ts";
 import { CliError, type CliCommand } from "./types.ts";
+import { uuidOption } from "./args.ts";
 
-function orgOf(v: Record<string, any>): string {
-  const org = v.org;
-  if (!org || org === true) throw new CliError("--org is required");
-  if (!isUuid(String(org))) throw new CliError("--org must be an organization id (UUID)");
-  return String(org);
-}
+const orgOf = (v: Record<string, any>) => uuidOption(v, "org");
 function providerOf(v: Record<string, any>): Provider {
   if (!isProvider(v.provider)) throw new CliError(`--provider must be one of ${PROVIDERS.join(", ")}`);
   return v.provider;

@@ -2,12 +2,9 @@ import { createOrganization, createUser, addMember, findUserByEmail, isUuid, lis
 import { createApiKey, revokeApiKey } from "../../lib/auth/apiKeys.ts";
 import { seedDemo } from "../../lib/demo/seed.ts";
 import { CliError, type CliCommand } from "./types.ts";
+import { requiredOption, uuidOption } from "./args.ts";
 
-function required(values: Record<string, any>, name: string): string {
-  const v = values[name];
-  if (v === undefined || v === "" || v === true) throw new CliError(`--${name} is required`);
-  return String(v);
-}
+const required = requiredOption;
 
 export const coreCommands: CliCommand[] = [
   {
@@ -44,8 +41,7 @@ export const coreCommands: CliCommand[] = [
     usage: "member add --org ORG_ID --user EMAIL_OR_ID --role viewer|member|admin [--json]",
     options: { org: { type: "string" }, user: { type: "string" }, role: { type: "string" } },
     async run(s, v) {
-      const org = required(v, "org");
-      if (!isUuid(org)) throw new CliError("--org must be an organization id (UUID)");
+      const org = uuidOption(v, "org");
       const who = required(v, "user");
       const user = isUuid(who) ? { id: who } : await findUserByEmail(s.db, who);
       if (!user) throw new CliError(`no user ${who}`);
@@ -61,8 +57,7 @@ export const coreCommands: CliCommand[] = [
     usage: "apikey create --org ORG_ID [--scopes reports:read,estimates:write] [--name NAME] [--json]",
     options: { org: { type: "string" }, scopes: { type: "string" }, name: { type: "string" } },
     async run(s, v) {
-      const org = required(v, "org");
-      if (!isUuid(org)) throw new CliError("--org must be an organization id (UUID)");
+      const org = uuidOption(v, "org");
       const scopes = v.scopes ? String(v.scopes).split(",").map((x) => x.trim()).filter(Boolean) : undefined;
       const k = await createApiKey(s.db, { orgId: org, scopes, name: v.name });
       return { key_id: k.id, api_key: k.key, scopes: k.scopes };
@@ -76,8 +71,7 @@ export const coreCommands: CliCommand[] = [
     usage: "apikey revoke --id KEY_ID [--json]",
     options: { id: { type: "string" } },
     async run(s, v) {
-      const id = required(v, "id");
-      if (!isUuid(id)) throw new CliError("--id must be a key id (UUID)");
+      const id = uuidOption(v, "id", "a key id");
       await revokeApiKey(s.db, id);
       return { key_id: id, revoked: true };
     },
@@ -90,8 +84,7 @@ export const coreCommands: CliCommand[] = [
     usage: "apikey list --org ORG_ID [--json]",
     options: { org: { type: "string" } },
     async run(s, v) {
-      const org = required(v, "org");
-      if (!isUuid(org)) throw new CliError("--org must be an organization id (UUID)");
+      const org = uuidOption(v, "org");
       return (await listApiKeys(s.db, org)).map((k) => ({ key_id: k.id, name: k.name, prefix: k.prefix, scopes: k.scopes, revoked: !!k.revokedAt }));
     },
     human: (rows: any[]) => rows.map((k) => `${k.key_id}  ${k.prefix}…  ${k.revoked ? "revoked" : "active"}  ${k.scopes.join(",")}`).join("\n"),

@@ -8,17 +8,10 @@ import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
 import { runDueAutoPurchases } from "../../lib/purchasing/autoPurchase.ts";
 import { purchaserForProcess } from "../../jobs/auto-purchase.ts";
 import { CliError, type CliCommand } from "./types.ts";
+import { requiredOption, uuidOption } from "./args.ts";
 
-function required(values: Record<string, any>, name: string): string {
-  const v = values[name];
-  if (v === undefined || v === "" || v === true) throw new CliError(`--${name} is required`);
-  return String(v);
-}
-function orgOf(values: Record<string, any>): string {
-  const org = required(values, "org");
-  if (!isUuid(org)) throw new CliError("--org must be an organization id (UUID)");
-  return org.toLowerCase();
-}
+const required = requiredOption;
+const orgOf = (values: Record<string, any>) => uuidOption(values, "org");
 const list = (v: unknown) => (typeof v === "string" && v.trim() ? v.split(",").map((x) => x.trim()).filter(Boolean) : undefined);
 
 export const planningCommands: CliCommand[] = [
