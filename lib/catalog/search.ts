@@ -4,6 +4,7 @@ import type { DbOrTx } from "../db/index.ts";
 import { catalogSkus } from "../db/schema/index.ts";
 import type { Provider } from "../pricing/index.ts";
 import { PUBLIC_CATALOG } from "./model.ts";
+import { catalogSkuDescriptor, type CatalogSkuDescriptor } from "./descriptor.ts";
 
 export interface CatalogSearch {
   provider: Provider;
@@ -15,21 +16,9 @@ export interface CatalogSearch {
   pageSize: number;
 }
 
-export interface CatalogSkuResult {
-  catalog_sku_id: string;
-  catalog_sku_org_id: string;
-  provider: string;
-  provider_sku_id: string;
-  display_name: string;
-  instance_type: string;
+/** A search hit: the line-item descriptor plus what a client needs to choose a SKU. */
+export interface CatalogSkuResult extends CatalogSkuDescriptor {
   instance_family: string;
-  service: string;
-  provider_service: string;
-  region_code: string;
-  operating_system: string;
-  database_engine: string;
-  cache_engine: string;
-  usage_type: string;
   usage_unit: string;
   is_available: boolean;
   source: string;
@@ -81,20 +70,8 @@ export async function searchCatalogSkus(db: DbOrTx, orgId: string, p: CatalogSea
   const total = Number(count);
   return {
     items: rows.map((s) => ({
-      catalog_sku_id: s.id,
-      catalog_sku_org_id: s.catalogSkuOrgId,
-      provider: s.provider,
-      provider_sku_id: s.providerSkuId,
-      display_name: s.displayName,
-      instance_type: s.instanceType,
+      ...catalogSkuDescriptor(s),
       instance_family: s.instanceFamily,
-      service: s.service,
-      provider_service: s.providerService,
-      region_code: s.regionCode,
-      operating_system: s.operatingSystem,
-      database_engine: s.databaseEngine,
-      cache_engine: s.cacheEngine,
-      usage_type: s.usageType,
       usage_unit: s.usageUnit,
       is_available: s.isAvailable,
       source: s.source,

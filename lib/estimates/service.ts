@@ -17,23 +17,11 @@ import {
   type QuantityBasis,
 } from "../pricing/index.ts";
 
+import { catalogSkuDescriptor, type CatalogSkuDescriptor } from "../catalog/descriptor.ts";
+
 export const DEFAULT_ESTIMATE_NAME = "Untitled estimate";
 
-export interface CatalogSkuDescriptor {
-  catalog_sku_org_id: string;
-  catalog_sku_id: string;
-  provider: string;
-  provider_sku_id: string;
-  display_name: string;
-  instance_type: string;
-  service: string;
-  provider_service: string;
-  region_code: string;
-  operating_system: string;
-  database_engine: string;
-  cache_engine: string;
-  usage_type: string;
-}
+export type { CatalogSkuDescriptor } from "../catalog/descriptor.ts";
 
 export interface LineItem {
   id: string;
@@ -143,24 +131,6 @@ function pricingLineOf(r: LineRow): PricingLine {
   };
 }
 
-function descriptorOf(s: typeof catalogSkus.$inferSelect): CatalogSkuDescriptor {
-  return {
-    catalog_sku_org_id: s.catalogSkuOrgId,
-    catalog_sku_id: s.id,
-    provider: s.provider,
-    provider_sku_id: s.providerSkuId,
-    display_name: s.displayName,
-    instance_type: s.instanceType,
-    service: s.service,
-    provider_service: s.providerService,
-    region_code: s.regionCode,
-    operating_system: s.operatingSystem,
-    database_engine: s.databaseEngine,
-    cache_engine: s.cacheEngine,
-    usage_type: s.usageType,
-  };
-}
-
 function liveEstimate(orgId: string, id: string) {
   return and(eq(costEstimates.id, id), eq(costEstimates.orgId, orgId), isNull(costEstimates.deletedAt));
 }
@@ -230,7 +200,7 @@ async function resolveLineInputs(tx: DbOrTx, orgId: string, estimate: EstimateRo
       orgId,
       catalogSkuId: sku.id,
       catalogSkuOrgId: sku.catalogSkuOrgId,
-      skuSnapshot: descriptorOf(sku),
+      skuSnapshot: catalogSkuDescriptor(sku),
       usageUnit: sku.usageUnit,
       label: l.label ?? null,
       quantity: String(l.quantity ?? 1),

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { providerColumn } from "./columns.ts";
 import { bigserial, boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 
@@ -11,7 +12,7 @@ export const cloudAccounts = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     /** The provider's account id (AWS account, Azure subscription, GCP project). */
     accountId: text("account_id").notNull(),
     name: text("name"),
@@ -29,7 +30,7 @@ export const billingPeriods = pgTable(
   "billing_periods",
   {
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     /** First day of the month (UTC). */
     month: date("month").notNull(),
     status: text("status", { enum: ["open", "closed"] }).notNull().default("open"),
@@ -60,7 +61,7 @@ export const billingLineItems = pgTable(
     id: bigserial("id", { mode: "number" }).primaryKey(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     importId: uuid("import_id").references(() => billingImports.id, { onDelete: "set null" }),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     billingAccountId: text("billing_account_id").notNull(),
     billingAccountName: text("billing_account_name"),
     subAccountId: text("sub_account_id"),
@@ -119,7 +120,7 @@ export const commitments = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     /** The provider's id (FOCUS CommitmentDiscountId / ARN / reservation id). */
     providerCommitmentId: text("provider_commitment_id").notNull(),
     name: text("name"),

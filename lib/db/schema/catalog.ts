@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
+import { providerColumn } from "./columns.ts";
 import { boolean, index, integer, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 
 /** Prices: exact decimals in the database (drizzle returns them as strings). */
 const price = (name: string) => numeric(name, { precision: 30, scale: 12 });
-const providerCol = () => text("provider", { enum: ["aws", "azure", "gcp"] }).notNull();
 
 /**
  * Catalog SKUs: the public catalog (`catalog_sku_org_id` = "public") plus each organization's
@@ -16,7 +16,7 @@ export const catalogSkus = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     catalogSkuOrgId: text("catalog_sku_org_id").notNull(),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     providerSkuId: text("provider_sku_id").notNull(),
     displayName: text("display_name").notNull(),
     instanceType: text("instance_type").notNull().default(""),
@@ -70,7 +70,7 @@ export const offers = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     offerOrgId: text("offer_org_id").notNull(),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     offerKey: text("offer_key").notNull(),
     commitmentType: text("commitment_type").notNull(),
     contractTerm: text("contract_term").notNull(),

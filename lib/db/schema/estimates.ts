@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { providerColumn } from "./columns.ts";
 import { bigserial, boolean, index, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 import { catalogSkus } from "./catalog.ts";
@@ -9,7 +10,7 @@ export const costEstimates = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     name: text("name").notNull(),
     description: text("description"),
     sourceDraftId: uuid("source_draft_id"),

@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
+import { providerColumn } from "./columns.ts";
 import { boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 
 const money = (name: string) => numeric(name, { precision: 30, scale: 10 });
-const providerCol = () => text("provider", { enum: ["aws", "azure", "gcp"] }).notNull();
 
 /**
  * Scopes of usage a template plans for. Each org has one `provider_resources` segment per
@@ -15,7 +15,7 @@ export const segments = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     kind: text("kind", { enum: ["provider_resources", "custom"] }).notNull(),
     name: text("name").notNull(),
     /** { account_ids?: string[], regions?: string[], services?: string[] } (empty = all). */
@@ -40,7 +40,7 @@ export const commitmentPlanTemplates = pgTable(
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     segmentId: uuid("segment_id").notNull().references(() => segments.id, { onDelete: "cascade" }),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     name: text("name").notNull(),
     description: text("description"),
     isSystemGenerated: boolean("is_system_generated").notNull().default(false),
@@ -80,7 +80,7 @@ export const commitmentPlans = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     segmentId: uuid("segment_id").references(() => segments.id, { onDelete: "set null" }),
     templateId: uuid("template_id").references(() => commitmentPlanTemplates.id, { onDelete: "set null" }),
     /** Plain uuid (no foreign key): an estimate's soft delete keeps the link (estimates rule 2). */
@@ -164,7 +164,7 @@ export const purchases = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    provider: providerCol(),
+    provider: providerColumn().notNull(),
     templateId: uuid("template_id").references(() => commitmentPlanTemplates.id, { onDelete: "set null" }),
     executionDate: date("execution_date"),
     planId: uuid("plan_id").notNull().references(() => commitmentPlans.id),

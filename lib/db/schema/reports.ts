@@ -1,4 +1,5 @@
 import { bigserial, boolean, date, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { providerColumn } from "./columns.ts";
 import { organizations } from "./core.ts";
 
 /**
@@ -12,7 +13,7 @@ export const reportSnapshots = pgTable(
     id: bigserial("id", { mode: "number" }).primaryKey(),
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     reportType: text("report_type").notNull(),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }).notNull(),
+    provider: providerColumn().notNull(),
     /** First day of the month (UTC). */
     month: date("month").notNull(),
     /** Row order of the report at freeze time. */

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { providerColumn } from "./columns.ts";
 import { bigint, date, index, integer, pgSequence, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations, users } from "./core.ts";
 
@@ -25,7 +26,7 @@ export const supportTickets = pgTable(
     stepsToReproduce: text("steps_to_reproduce"),
     expectedBehavior: text("expected_behavior"),
     appUrl: text("app_url"),
-    provider: text("provider", { enum: ["aws", "azure", "gcp"] }),
+    provider: providerColumn(),
     // Feature request fields.
     problem: text("problem"),
     desiredBehavior: text("desired_behavior"),
