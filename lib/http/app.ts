@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from "../db/index.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
+import { withErrorResponses } from "./openapiErrors.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
 
 interface RequestMeta {
@@ -45,7 +46,9 @@ export function createApp(s: Services) {
     .use(
       openapi({
         path: "/docs",
-        specPath: "/openapi.json",
+        // The plugin's document is completed by /openapi.json below (error responses).
+        specPath: "/openapi/generated.json",
+        scalar: { url: "/openapi.json" } as any,
         documentation: {
           openapi: "3.1.0",
           info: {
@@ -99,6 +102,11 @@ export function createApp(s: Services) {
         duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
       });
     })
+    .get(
+      "/openapi.json",
+      async () => withErrorResponses(await (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json()),
+      { detail: { hide: true } },
+    )
     .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive" } })
     .get(
       "/readyz",

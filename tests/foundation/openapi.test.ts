@@ -34,11 +34,35 @@ describeEachDb("OpenAPI document", (driver) => {
       expect(item, path).toBeDefined();
       for (const m of methods) expect(item[m], `${m} ${path}`).toBeDefined();
     }
+    // Versioning: the published interface is v1.0.0, labelled Beta, under /beta/v1.
+    expect(doc.info.version).toBe("1.0.0");
+    expect(doc.info.title).toContain("Beta");
+  });
+
+  test("error responses follow the spec's status table (templates list/create/update list 422)", async () => {
+    const doc = await (await t.request("GET", "/openapi.json", { key: null })).json();
+    const op = (path: string, m: string) => doc.paths[`/beta/v1/org/{org_id}${path}`][m];
+    const statuses = (path: string, m: string) => Object.keys(op(path, m).responses).map(Number).filter((n) => n >= 400);
+    const reports = [400, 401, 403, 404, 405, 409, 500];
+    for (const [p, m] of [["/allocation-reports", "get"], ["/allocation-reports/{report_type}", "get"], ["/commitment-plan-templates/{template_id}", "get"], ["/commitment-plan-templates/{template_id}", "delete"]] as const) {
+      expect(statuses(p, m)).toEqual(expect.arrayContaining(reports));
+      expect(statuses(p, m)).not.toContain(422);
+    }
+    for (const [p, m] of [["/commitment-plan-templates", "get"], ["/commitment-plan-templates", "post"], ["/commitment-plan-templates/{template_id}", "put"]] as const)
+      expect(statuses(p, m)).toEqual(expect.arrayContaining([...reports, 422]));
+    expect(op("/commitment-plan-templates", "post").responses["422"].content["application/json"].schema.$ref).toBe("#/components/schemas/ErrorBody");
+    expect(doc.components.schemas.ErrorBody.required).toEqual(["error", "message", "errors", "timestamp", "type"]);
+    expect(statuses("/cost-estimates/{estimate_id}", "patch")).toContain(422);
+  });
+
+  test("an unknown API version is not served", async () => {
+    expect((await t.request("GET", `/beta/v2/org/${t.org.id}`)).status).toBe(404);
   });
 
   test("/docs serves the documentation page", async () => {
     const r = await t.request("GET", "/docs", { key: null });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toContain("text/html");
+    expect(await r.text()).toContain("/openapi.json"); // the page renders the completed document
   });
 });
