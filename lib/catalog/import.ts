@@ -1,5 +1,6 @@
 import type { Db } from "../db/index.ts";
 import { ValidationError } from "../errors.ts";
+import { isUuid } from "../orgs/service.ts";
 import { awsOfferFileBatch, awsSavingsPlansBatch, azureRetailBatch, gcpCatalogBatch, ImportFormatError, type ImportOptions } from "./importers.ts";
 import { applyCatalogBatch, type ApplyResult } from "./store.ts";
 
@@ -11,7 +12,7 @@ export type ImportFormat = (typeof IMPORT_FORMATS)[number];
  * Azure/GCP APIs, several files for AWS) in one transaction per document set.
  */
 export async function importCatalogDocuments(db: Db, format: ImportFormat, docs: unknown[], opts: ImportOptions = {}): Promise<ApplyResult> {
-  if (opts.orgId !== undefined && opts.orgId !== "public" && !/^[0-9a-f-]{36}$/i.test(opts.orgId)) throw new ValidationError("--org must be an organization id (UUID)");
+  if (opts.orgId !== undefined && opts.orgId !== "public" && !isUuid(opts.orgId)) throw new ValidationError("--org must be an organization id (UUID)");
   let batches;
   try {
     switch (format) {

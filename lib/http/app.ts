@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError } from "../errors.ts";
-import { isDatabaseUnavailable } from "../db/index.ts";
+import { isDatabaseUnavailable, pgErrorCode } from "../db/index.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
@@ -23,6 +23,10 @@ function toAppError(code: string | number, error: any, s: Services): AppError {
   if (code === "PARSE") return new BadRequestError("The request body is not valid JSON.", {}, "invalid_request");
   if (code === "NOT_FOUND") return new NotFoundError("No such resource.");
   if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
+  const sqlState = pgErrorCode(error);
+  // Class 22 (data exception): a value from the request PostgreSQL cannot store or read (a NUL
+  // character, a malformed uuid or date, a number out of range). The caller's fault, never a 500.
+  if (sqlState?.startsWith("22")) return new BadRequestError("A value in the request is not valid here (e.g. a NUL character, a malformed id, date or number).", {}, "invalid_value");
   return new AppError(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");
 }
 

@@ -7,6 +7,7 @@ import { and, asc, eq } from "drizzle-orm";
 import { memberships, organizations } from "../db/schema/index.ts";
 import type { DbOrTx } from "../db/index.ts";
 import type { Services } from "../services.ts";
+import { isUuid } from "../orgs/service.ts";
 import { ROLE_SCOPES, type Role } from "../auth/scopes.ts";
 import {
   AUTHORIZE_PARAMS,
@@ -195,7 +196,7 @@ export async function authorizePost(s: Services, r: BrowserRequest): Promise<Res
     if (!session) return renderStep(s, req, secret!, null, { status: 401, error: "Your sign-in has expired. Sign in again." });
     if (action === "deny") return redirect(clientRedirectUrl(req.redirectUri, s.config.publicUrl, { error: "access_denied", error_description: "The user denied access.", state: req.state }));
     const orgId = form.get("org_id") ?? "";
-    const [m] = /^[0-9a-f-]{36}$/i.test(orgId)
+    const [m] = isUuid(orgId)
       ? await s.db.select({ role: memberships.role }).from(memberships).where(and(eq(memberships.userId, session.userId), eq(memberships.orgId, orgId.toLowerCase()))).limit(1)
       : [];
     if (!m) return renderStep(s, req, secret!, session, { status: 400, error: "Choose one of your organizations." });

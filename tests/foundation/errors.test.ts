@@ -90,3 +90,24 @@ describeEachDb("API rate limit", (driver) => {
     expect((await t.request("GET", `/beta/v1/org/${other.id}`, { key: other.key })).status).toBe(200);
   });
 });
+
+describeEachDb("values PostgreSQL cannot store", (driver) => {
+  const t = useTestApp(driver);
+
+  test("a NUL character in a validated text field → 422, not 500", async () => {
+    const r = await t.orgRequest("POST", "/api-keys", { body: { name: "ci\u0000key" } });
+    const b = await expectErrorBody(r, 422, "validation_error");
+    expect(Object.keys(b.errors)).toContain("name");
+  });
+
+  test("a NUL character reaching the database unvalidated → 400, not 500 (unauthenticated OAuth endpoints)", async () => {
+    const reg = await t.request("POST", "/oauth/register", { key: null, body: { client_name: "a\u0000b", redirect_uris: ["http://127.0.0.1:5555/cb"] } });
+    expect(reg.status).toBeGreaterThanOrEqual(400);
+    expect(reg.status).toBeLessThan(500);
+    const tok = await t.request("POST", "/oauth/token", { key: null, rawBody: "grant_type=authorization_code&code=x&client_id=%00&code_verifier=y&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcb", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(tok.status).toBeGreaterThanOrEqual(400);
+    expect(tok.status).toBeLessThan(500);
+    const auth = await t.request("GET", "/oauth/authorize?client_id=%00&response_type=code", { key: null });
+    expect(auth.status).toBeLessThan(500);
+  });
+});

@@ -1,11 +1,12 @@
 import { t } from "elysia";
 import { SCOPES } from "../../../../../../lib/auth/scopes.ts";
+import { Text } from "../../../../../../lib/http/text.ts";
 
 export const ScopeEnum = t.Union(SCOPES.map((s) => t.Literal(s)));
 
 export const CreateApiKeyBody = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 100, description: "What the key is for" }),
+    name: Text({ minLength: 1, maxLength: 100, description: "What the key is for" }),
     scopes: t.Optional(t.Array(ScopeEnum, { minItems: 1, uniqueItems: true, description: "Defaults to the caller's scopes" })),
   },
   { additionalProperties: false },
