@@ -106,11 +106,6 @@ export function createApp(s: Services) {
         duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
       });
     })
-    .get(
-      "/openapi.json",
-      async () => withErrorResponses(await (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json()),
-      { detail: { hide: true } },
-    )
     .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive" } })
     .get(
       "/readyz",
@@ -125,6 +120,8 @@ export function createApp(s: Services) {
       { detail: { tags: ["Operations"], summary: "The database is reachable" } },
     );
 
+  const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
+  app.get("/openapi.json", async () => withErrorResponses(await generatedDocument()), { detail: { hide: true } });
   for (const r of manifest) app.use(r.module(s, r.prefix));
   knownRoutes = app.routes.map((r) => ({ method: r.method, path: r.path }));
   return app;
