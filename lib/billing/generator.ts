@@ -6,6 +6,7 @@
  * are no-upfront, so per commitment and month Σ(Used + Unused) EffectiveCost = Σ Purchase
  * BilledCost exactly (to 1e-10). Rows are produced lazily (a generator), so any size streams.
  */
+import { INSURED_TERMS } from "../catalog/insured.ts";
 import { stringify } from "csv-stringify/sync";
 import type { Writable } from "node:stream";
 import type { Provider } from "./sql.ts";
@@ -217,7 +218,7 @@ export function* generateFocusRows(opts: GeneratorOptions): Generator<(string | 
       const insStart = new Date(Date.UTC(firstMonth.getUTCFullYear(), firstMonth.getUTCMonth() - 1, 1));
       commits.push({
         provider: p, id: spec.commitmentId("spend", 3), name: `Insured ${spec.spendType} $${insHourly}/h (thirty_day_gris)`, kind: "spend", focusType: spec.spendType,
-        type: spec.spendCommitment, term: "thirty_day_gris", feeRate: 0.2, hourly: insHourly, discount: spDiscount, holding, start: insStart, end: new Date(insStart.getTime() + 1095 * 24 * HOUR),
+        type: spec.spendCommitment, term: "thirty_day_gris", feeRate: INSURED_TERMS.find((g) => g.contractTerm === "thirty_day_gris")!.feeRate, hourly: insHourly, discount: spDiscount, holding, start: insStart, end: new Date(insStart.getTime() + 1095 * 24 * HOUR),
       });
     }
 

@@ -5,6 +5,8 @@
  * and the Used/Unused rows (holding account, region). Commitments a purchase added (source
  * `purchase`) keep their terms; billing data only fills what they lack.
  */
+import { amortizedHourlyRate } from "../pricing/index.ts";
+import { INSURED_TERMS } from "../catalog/insured.ts";
 import type { DbOrTx } from "../db/index.ts";
 import { num, queryRows, type Provider } from "./sql.ts";
 
@@ -43,7 +45,18 @@ function termOf(startsAt: Date | null, endsAt: Date | null): string | null {
   return null;
 }
 
-const LOCK_IN_DAYS: Record<string, number> = { thirty_day_gris: 30, one_year_gris: 365 };
+const insuredTerm = (term: string) => INSURED_TERMS.find((g) => g.contractTerm === term);
+
+/**
+ * A spend-based commitment (savings plan, spend CUD) commits to $/hour: its recurring charge
+ * plus its upfront amortized over the term, so all- and partial-upfront plans count in full.
+ */
+function spendCommitmentAmount(type: string, recurringHourly: number | null, upfront: number, startsAt: Date | null, endsAt: Date | null): string | null {
+  if (!(type.includes("savings_plan") || type === "spend_cud")) return null;
+  const termSeconds = startsAt && endsAt ? (endsAt.getTime() - startsAt.getTime()) / 1000 : 0;
+  if (recurringHourly === null && !(upfront > 0 && termSeconds > 0)) return null;
+  return String(amortizedHourlyRate(recurringHourly ?? 0, upfront, termSeconds));
+}
 
 /** Re-derives the given commitments from all of the org's billing rows; returns how many were upserted. */
 export async function deriveCommitments(db: DbOrTx, orgId: string, ids: { provider: Provider; id: string }[]): Promise<number> {
@@ -88,7 +101,7 @@ export async function deriveCommitments(db: DbOrTx, orgId: string, ids: { provid
     const payment = a.x_payment ?? (upfront > 0 && (recurringHourly ?? 0) > 0 ? "partial_upfront" : upfront > 0 ? "all_upfront" : (recurringHourly ?? 0) > 0 ? "no_upfront" : null);
     const type = commitmentTypeOf(a.provider, a.focus_type, a.category, a.name, a.x_type);
     const insured = typeof term === "string" && term.endsWith("_gris");
-    const lockIn = insured && startsAt ? new Date(startsAt.getTime() + LOCK_IN_DAYS[term]! * DAY_MS) : null;
+    const lockIn = insured && startsAt && insuredTerm(term) ? new Date(startsAt.getTime() + insuredTerm(term)!.lockInDays * DAY_MS) : null;
     const it: string | null = a.instance_type;
     return {
       provider: a.provider,
@@ -104,12 +117,13 @@ export async function deriveCommitments(db: DbOrTx, orgId: string, ids: { provid
       instance_family: it ? (a.provider === "aws" ? it.split(".")[0] : a.provider === "gcp" ? it.split("-")[0] : it.replace(/[0-9]+/g, "")) : null,
       starts_at: startsAt?.toISOString() ?? null,
       ends_at: endsAt?.toISOString() ?? null,
-      amount: a.amount === null || a.amount === undefined ? (recurringHourly !== null && (type.includes("savings_plan") || type === "spend_cud") ? String(recurringHourly) : null) : String(a.amount),
+      amount: a.amount === null || a.amount === undefined ? spendCommitmentAmount(type, recurringHourly, upfront, startsAt, endsAt) : String(a.amount),
       upfront_cost: String(upfront),
       recurring_hourly_cost: recurringHourly === null ? null : String(recurringHourly),
       holding_account_id: a.purchase_account ?? a.unused_account ?? null,
       insured,
-      fee_rate: insured && a.x_fee_rate ? String(a.x_fee_rate) : null,
+      // The data's own fee rate when it carries one (x_FeeRate), else the product's rate for the term.
+      fee_rate: insured ? String(a.x_fee_rate ?? insuredTerm(term)?.feeRate ?? "") || null : null,
       lock_in_ends_at: lockIn?.toISOString() ?? null,
     };
   });

@@ -21,7 +21,9 @@ export function insuredOffers(batch: CatalogBatch): OfferInput[] {
         ...o,
         offerKey: `${o.offerKey}|${g.contractTerm}`,
         contractTerm: g.contractTerm,
-        durationSeconds: g.lockInDays * 86_400,
+        // The commitment underneath is the provider's 3-year one: it keeps covering usage for
+        // its whole term; only the customer's obligation ends with the lock-in (lockInDays).
+        durationSeconds: o.durationSeconds,
         lockInDays: g.lockInDays,
         feeRate: g.feeRate,
         isInsured: true,

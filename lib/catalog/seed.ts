@@ -6,7 +6,15 @@ import type { Provider } from "../pricing/index.ts";
 import { withInsuredOffers } from "./insured.ts";
 import { PUBLIC_CATALOG, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
 import { applyCatalogBatch } from "./store.ts";
-import { CATALOG_SKUS_CSV, PRICES_CSV, SNAPSHOT_VERSION } from "./snapshot.gen.ts";
+import { CATALOG_SKUS_CSV, PRICES_CSV, SNAPSHOT_VERSION as SNAPSHOT_DATA_VERSION } from "./snapshot.gen.ts";
+
+/**
+ * What the seed applies: the snapshot's data and how offers are derived from it. Bump the
+ * revision when the derivation changes (rev 2: insured offers keep the 3-year duration of the
+ * commitment underneath) so existing databases are re-seeded in place.
+ */
+const SEED_REVISION = 2;
+const SNAPSHOT_VERSION = `${SNAPSHOT_DATA_VERSION}+r${SEED_REVISION}`;
 
 /** The feed name of the bundled public snapshot (re-seeding withdraws only its own rows). */
 export const SNAPSHOT_FEED = "public_snapshot";

@@ -9,8 +9,8 @@ import type { DbOrTx } from "../db/index.ts";
 import { commitmentPlanItems, commitmentPlans, commitments } from "../db/schema/index.ts";
 import type { Segment } from "../segments/service.ts";
 import type { TemplateConfiguration } from "../templates/service.ts";
-import { SPEND_BASED_TYPES, type Provider } from "../templates/enums.ts";
-import { sizeCommitments, type PlanningGroup, type SizingResult } from "./optimize.ts";
+import { SPEND_BASED_TYPES, type ContractSpec, type Provider } from "../templates/enums.ts";
+import { sizeCommitments, type PlanningGroup, type SizingResult, type UnitQuote } from "./optimize.ts";
 import { groupQuotes } from "./quotes.ts";
 import { familyOf, segmentHourlyUsage } from "./usage.ts";
 import { queryRows } from "../billing/sql.ts";
@@ -27,6 +27,8 @@ export interface GeneratedPlan {
 
 interface ActiveCommitment {
   commitmentType: string;
+  contractTerm: string | null;
+  paymentOption: string | null;
   region: string | null;
   instanceType: string | null;
   instanceFamily: string | null;
@@ -37,7 +39,7 @@ async function activeCommitments(db: DbOrTx, orgId: string, provider: Provider, 
   const rows = await db.select().from(commitments).where(and(eq(commitments.orgId, orgId), eq(commitments.provider, provider)));
   return rows
     .filter((c) => !renewing.has(c.id) && (!c.startsAt || c.startsAt <= now) && (!c.endsAt || c.endsAt > now) && Number(c.amount ?? 0) > 0)
-    .map((c) => ({ commitmentType: c.commitmentType, region: c.region, instanceType: c.instanceType, instanceFamily: c.instanceFamily, amount: Number(c.amount) }));
+    .map((c) => ({ commitmentType: c.commitmentType, contractTerm: c.contractTerm, paymentOption: c.paymentOption, region: c.region, instanceType: c.instanceType, instanceFamily: c.instanceFamily, amount: Number(c.amount) }));
 }
 
 async function latestUsageEnd(db: DbOrTx, orgId: string, provider: Provider, now: Date): Promise<Date | null> {
@@ -57,13 +59,21 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
   const usageFrom = new Date(usageTo.getTime() - config.lookback_days * 24 * HOUR);
   const provider = segment.provider;
   const usage = await segmentHourlyUsage(db, orgId, { provider, from: usageFrom, to: usageTo, filters: segment.filters, resourceIds: config.resource_ids });
-  const refs = await groupQuotes(db, orgId, provider, usage, config.contract_specs);
   const active = await activeCommitments(db, orgId, provider, now, new Set(config.renewal_commitment_ids.map((x) => x.toLowerCase())));
+  // Quotes for the template's specs (what may be bought) plus those of the active spend-based
+  // commitments (to value what they already cover at their own discount).
+  const ownSpecs = active
+    .filter((c) => SPEND_BASED_TYPES.has(c.commitmentType) && c.contractTerm && c.paymentOption)
+    .map((c) => ({ commitment_type: c.commitmentType, contract_term: c.contractTerm, payment_option: c.paymentOption }) as ContractSpec);
+  const allowed = new Set(config.contract_specs.map((c) => `${c.commitment_type}/${c.contract_term}/${c.payment_option}`));
+  const refs = await groupQuotes(db, orgId, provider, usage, [...config.contract_specs, ...ownSpecs]);
+  const buyable = (q: UnitQuote) => allowed.has(`${q.commitmentType}/${q.contractTerm}/${q.paymentOption}`);
 
-  const groups: (PlanningGroup & { meanCost: number; refOd: number })[] = [];
+  const groups: (PlanningGroup & { meanCost: number; refOd: number; allQuotes: UnitQuote[] })[] = [];
   for (const u of usage) {
     const ref = refs.get(u.key);
-    if (!ref || !ref.quotes.length) continue;
+    const quotes = ref?.quotes.filter(buyable) ?? [];
+    if (!ref || !quotes.length) continue;
     const units = new Float64Array(u.hourlyCost.length);
     let sum = 0;
     for (let h = 0; h < units.length; h++) {
@@ -79,7 +89,7 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
       const rate = (c.instanceType && ref.ratesByInstanceType.get(c.instanceType)) || ref.ondemandHourlyRate;
       coverage += (c.amount * rate) / ref.ondemandHourlyRate;
     }
-    groups.push({ key: u.key, region: u.region, instanceType: ref.instanceType, usage: units, coverage, quotes: ref.quotes, meanCost: sum / Math.max(1, units.length), refOd: ref.ondemandHourlyRate });
+    groups.push({ key: u.key, region: u.region, instanceType: ref.instanceType, usage: units, coverage, quotes, allQuotes: ref.quotes, meanCost: sum / Math.max(1, units.length), refOd: ref.ondemandHourlyRate });
   }
   // Spend-based commitments ($/hour) float across groups: their on-demand equivalent
   // (amount / (1 − discount)) is spread over the groups they may cover by average usage.
@@ -88,7 +98,12 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
     const total = eligible.reduce((a, g) => a + g.meanCost, 0);
     if (total <= 0) continue;
     for (const g of eligible) {
-      const q = g.quotes.find((x) => x.commitmentType === c.commitmentType) ?? g.quotes.find((x) => x.spendBased);
+      // The commitment's own rate (same type, term and payment), else its type's, else any
+      // spend-based rate; with none at all its $/hour count at face value (never over-stated).
+      const q =
+        g.allQuotes.find((x) => x.commitmentType === c.commitmentType && x.contractTerm === c.contractTerm && x.paymentOption === c.paymentOption) ??
+        g.allQuotes.find((x) => x.commitmentType === c.commitmentType) ??
+        g.allQuotes.find((x) => x.spendBased);
       const factor = q && q.ondemandHourlyRate > 0 ? q.effectiveHourlyRate / q.ondemandHourlyRate : 1;
       const odDollars = (c.amount / (factor > 0 ? factor : 1)) * (g.meanCost / total);
       g.coverage = (g.coverage as number) + odDollars / g.refOd;

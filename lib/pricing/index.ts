@@ -265,7 +265,12 @@ export function offerUnitEconomics(inputs: SkuPricingInputs, lease: LeaseRate): 
 }
 
 export function effectiveHourlyRate(lease: LeaseRate): number {
-  return lease.recurringHourlyRate + (lease.upfrontCost * 3600) / lease.offer.durationSeconds;
+  return amortizedHourlyRate(lease.recurringHourlyRate, lease.upfrontCost, lease.offer.durationSeconds);
+}
+
+/** Recurring $/hour plus the upfront spread evenly over the term: what a commitment costs per hour. */
+export function amortizedHourlyRate(recurringHourly: number, upfront: number, durationSeconds: number): number {
+  return recurringHourly + (durationSeconds > 0 ? (upfront * 3600) / durationSeconds : 0);
 }
 
 /**

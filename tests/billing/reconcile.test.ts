@@ -1,3 +1,4 @@
+import { INSURED_TERMS } from "../../lib/catalog/insured.ts";
 /**
  * Reconciliation on generated data: a month of hourly FOCUS rows (aws and gcp, commitments of
  * every kind incl. insured ones) is imported; the reports must add up to the rows themselves.
@@ -61,7 +62,7 @@ describeEachDb("billing reconciliation on generated data", (driver) => {
       "gcp:spend_cud:three_year",
     ]);
     for (const c of cs.filter((x) => x.insured)) {
-      expect(c.fee_rate).toBe(0.2);
+      expect(c.fee_rate).toBe(INSURED_TERMS.find((g) => g.contractTerm === "thirty_day_gris")!.feeRate);
       expect(Date.parse(c.lock_in_ends_at!) - Date.parse(c.starts_at!)).toBe(30 * 86_400_000);
       expect(c.payment_option).toBe("no_upfront");
     }

@@ -50,7 +50,10 @@ describeEachDb("catalog import commands", (driver) => {
       expect(o.commitment_financials_monthly_rate.commitment_cost.breakdown.cloud_provider_cost.total).toBeCloseTo(0.08 * 730, 9);
       const gross = 0.153 * 730 - 0.08 * 730;
       expect(o.commitment_financials_monthly_rate.commitment_cost.breakdown.service_premium).toBeCloseTo(cfg.feeRate * gross, 9);
-      expect(o.offer.duration_seconds).toBe(cfg.lockInDays * 86400);
+      // the 3-year commitment underneath runs its term; the lock-in sets break-even days
+      expect(o.offer.duration_seconds).toBe(3 * 365 * 86400);
+      const total = o.commitment_financials_monthly_rate.commitment_cost.total;
+      expect(o.breakeven_days).toBeCloseTo((total / (0.153 * 730)) * cfg.lockInDays, 9);
     }
     // data transfer out: 20,000 GB = 10,240 × 0.15 + 9,760 × 0.138 = 1536 + 1346.88 = 2882.88
     const dt = await inputsOf("aws:AmazonEC2:TEST4DATAOUT");

@@ -77,6 +77,28 @@ describeEachDb("plan generation and auto-purchase", (driver) => {
     expect((await generatePlan(t.s.db, org.id, seg, { ...cfg, resource_ids: ["i-other"] }, clock)).sizing.items).toHaveLength(0);
   });
 
+  test("plan: an active savings plan covers its $/hour at its own term's discount, not the template's", async () => {
+    const org = await newOrgWithUsage(() => 10);
+    const seg = await ensureProviderSegment(t.s.db, org.id, "aws");
+    // A 3-year compute savings plan offer at $0.06/h for the $0.10/h m5.large: 40 % off.
+    const [sku] = await t.s.handle.query<{ id: string }>(`SELECT id FROM catalog_skus WHERE catalog_sku_org_id = $1`, [org.id]);
+    const [offer] = await t.s.handle.query<{ id: string }>(
+      `INSERT INTO offers (offer_org_id, provider, offer_key, commitment_type, contract_term, payment_option, duration_seconds, region, instance_type, instance_family, display_name, fee_rate, lock_in_days, is_insured, source, feed, as_of)
+       VALUES ($1, 'aws', 'test:sp3', 'compute_savings_plan', 'three_year', 'no_upfront', 94608000, 'us-east-1', 'm5.large', 'm5', 'sp3', '0', 1095, false, 'test', 'test', '2026-01') RETURNING id`,
+      [org.id],
+    );
+    await t.s.handle.query(`INSERT INTO lease_menu_items (offer_id, catalog_sku_id, recurring_hourly_rate, upfront_cost, source, feed, as_of) VALUES ($1, $2, '0.06', '0', 'test', 'test', '2026-01')`, [offer!.id, sku!.id]);
+    // Active plan committing $0.24/h → covers $0.24 / 0.6 = $0.40/h of on-demand = 4 instances.
+    await t.s.db.insert(commitments).values({ orgId: org.id, provider: "aws", providerCommitmentId: "sp-1", commitmentType: "compute_savings_plan", contractTerm: "three_year", paymentOption: "no_upfront", region: "us-east-1", amount: "0.24", startsAt: new Date("2026-01-01T00:00:00Z"), endsAt: new Date("2029-01-01T00:00:00Z") });
+    // The template may only buy 1-year RIs; valuing the plan at face value ($0.24 = 2.4
+    // instances) would buy more than the 6 still uncovered.
+    const cfg = { max_upfront_cost: 0, lookback_days: 30, contract_specs: [spec(OFFERS.oneYearNoUpfront)] as any, resource_ids: [], renewal_commitment_ids: [] as string[] };
+    const plan = await generatePlan(t.s.db, org.id, seg, cfg, clock);
+    expect(plan.sizing.items).toHaveLength(1);
+    expect(plan.sizing.items[0]!.quote.contractTerm).toBe("one_year");
+    expect(plan.sizing.items[0]!.units).toBe(6);
+  });
+
   test("plan: a custom segment's filters (account, region, service) narrow the usage", async () => {
     const org = await newOrgWithUsage(() => 10);
     const cfg = { max_upfront_cost: 0, lookback_days: 30, contract_specs: [spec(OFFERS.oneYearNoUpfront)] as any, resource_ids: [], renewal_commitment_ids: [] };

@@ -148,6 +148,20 @@ describeEachDb("allocation reports: FOCUS spec worked examples", (driver) => {
     expect(c).toMatchObject({ provider_commitment_id: "<my-commitment-discount-id>", upfront_cost: 8760, contract_term: "one_year", payment_option: "all_upfront", starts_at: "2023-01-01T00:00:00.000Z", ends_at: "2024-01-01T00:00:00.000Z", holding_account_id: "acct-1" });
   });
 
+  test("an all-upfront savings plan without CommitmentDiscountQuantity commits upfront ÷ term hours $/hour", async () => {
+    const org = await t.newOrg("sp-upfront");
+    const C = { CommitmentDiscountId: "sp-all-upfront", CommitmentDiscountCategory: "Spend", CommitmentDiscountType: "Savings Plan", PricingCategory: "Committed" };
+    await importCsvText(t, org.id, focusCsv([
+      // 8,760 paid once for 2023-01-01 → 2024-01-01 (8,760 hours), nothing recurring: $1.00/hour.
+      { ...C, ChargeCategory: "Purchase", ChargeFrequency: "One-Time", ChargePeriodStart: "2023-01-01T00:00:00Z", ChargePeriodEnd: "2024-01-01T00:00:00Z", SubAccountId: "acct-a", SubAccountName: "A", BilledCost: "8760", EffectiveCost: "0", ListCost: "8760", ContractedCost: "8760" },
+      { ...C, SubAccountId: "acct-a", SubAccountName: "A", EffectiveCost: "600", ListCost: "900", ContractedCost: "900", CommitmentDiscountStatus: "Used" },
+    ]));
+    const [c] = await listCommitments(t.s.db, org.id, { status: "all" });
+    // Counted at 0 before, an upfront plan would have looked like no coverage to plan generation.
+    expect(c).toMatchObject({ provider_commitment_id: "sp-all-upfront", payment_option: "all_upfront", upfront_cost: 8760 });
+    expect(c!.amount).toBeCloseTo(1, 9);
+  });
+
   test("purchase scenario 2 has an impossible timestamp (hour 30): that row is reported with its line", async () => {
     const org = await t.newOrg("p2");
     const r = await importExample(t, org.id, "commitment_discount_purchase_scenario_2.csv", { skipInvalid: true });
