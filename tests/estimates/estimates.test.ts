@@ -369,6 +369,36 @@ describeEachDb("cost estimates API", (driver) => {
     expect((await t.orgRequest("PATCH", `/cost-estimates/${e.id}/line-items/${lid}`, { body: { unknown: 1 } })).status).toBe(422);
   });
 
+  test("limits on the other writes: PATCH name 1..255 code points, label ≤ 255 when adding lines; add-lines answers 200 with the document", async () => {
+    const e = await create({ provider: "aws", name: "keep" });
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${e.id}`, { body: { name: "" } })).status).toBe(422);
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${e.id}`, { body: { name: "😀".repeat(256) } })).status).toBe(422);
+    expect((await get(e.id)).name).toBe("keep"); // refused edits change nothing
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${e.id}`, { body: { name: "😀".repeat(255) } })).status).toBe(200);
+    const bad = await t.orgRequest("POST", `/cost-estimates/${e.id}/line-items`, { body: { line_items: [line(ids.awsM5, { label: "a".repeat(256) })] } });
+    expect(bad.status).toBe(422);
+    expect((await get(e.id)).line_items).toHaveLength(0);
+    const ok = await t.orgRequest("POST", `/cost-estimates/${e.id}/line-items`, { body: { line_items: [line(ids.awsM5, { label: "a".repeat(255) })] } });
+    expect(ok.status).toBe(200);
+    const doc = await ok.json();
+    expect(doc.id).toBe(e.id);
+    expect(doc.line_items).toHaveLength(1);
+    expect(typeof doc.pricing.totals.ondemand_monthly_cost).toBe("number");
+  });
+
+  test("rule 2: deleting an estimate keeps the links from generated plans", async () => {
+    const e = await create({ provider: "aws", name: "planned" });
+    const [plan] = await t.s.handle.query<{ id: string }>(
+      `INSERT INTO commitment_plans (org_id, provider, cost_estimate_id, lookback_days, total_upfront_cost, monthly_cost, monthly_net_savings)
+       VALUES ($1, 'aws', $2, 30, 0, 0, 0) RETURNING id`,
+      [t.org.id, e.id],
+    );
+    expect((await t.orgRequest("DELETE", `/cost-estimates/${e.id}`)).status).toBe(204);
+    expect((await t.orgRequest("GET", `/cost-estimates/${e.id}`)).status).toBe(404);
+    const [after] = await t.s.handle.query<{ cost_estimate_id: string }>(`SELECT cost_estimate_id FROM commitment_plans WHERE id = $1`, [plan!.id]);
+    expect(after!.cost_estimate_id).toBe(e.id);
+  });
+
   test("bad input: 400 malformed JSON / bad ids, 422 bad body, 404 unknown, never 500", async () => {
     let r = await t.orgRequest("POST", "/cost-estimates", { rawBody: "{not json" });
     expect(r.status).toBe(400);

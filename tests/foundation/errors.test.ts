@@ -10,7 +10,8 @@ async function expectErrorBody(r: Response, status: number, code: string | numbe
   expect(typeof b.error).toBe("string");
   expect(typeof b.message).toBe("string");
   expect(b.message.length).toBeGreaterThan(0);
-  expect(typeof b.errors).toBe("object");
+  expect(b.errors).toBeObject();
+  expect(b.errors).not.toBeNull();
   expect(Number.isNaN(Date.parse(b.timestamp))).toBe(false);
   expect(typeof b.type).toBe("string");
   expect(b.code).toBe(code);

@@ -152,6 +152,9 @@ describeEachDb("mcp authentication, origin and CORS", (driver) => {
 
     const spendA = (await callTool(a.key, "get_spend", { group_by: "account" })).structuredContent;
     const spendB = (await callTool(b.key, "get_spend", { group_by: "account" })).structuredContent;
+    expect(spendA.rows.length).toBeGreaterThan(0);
+    expect(spendB.rows.length).toBeGreaterThan(0);
+    expect(spendA.totals.effective_cost).toBeGreaterThan(0);
     expect(spendA.rows.every((r: any) => sa.accountIds.includes(r.key))).toBe(true);
     expect(spendB.rows.every((r: any) => sb.accountIds.includes(r.key))).toBe(true);
     expect(spendB.totals.effective_cost).toBeCloseTo(spendA.totals.effective_cost * 3, 1);

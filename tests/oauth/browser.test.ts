@@ -12,6 +12,8 @@ import { makeUser, pkce } from "./helpers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
+// CI installs Chromium (.ci/run): there a missing browser is a failure, not a silent skip.
+if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing in CI: scripts/ci-install-chromium.sh did not install it`);
 if (!hasChromium) console.warn(`[oauth browser test] SKIPPED: ${CHROMIUM} is missing. Install it with scripts/ci-install-chromium.sh.`);
 const ARTIFACTS = join(import.meta.dir, "..", "artifacts");
 const CLIENT_REDIRECT = "http://127.0.0.1:9/oauth-client/callback"; // never reached: intercepted in the browser

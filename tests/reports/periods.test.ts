@@ -44,6 +44,29 @@ describeEachDb("report periods, close and freeze", (driver) => {
     expect((await r.json()).code).toBe("period_not_available");
   });
 
+  test("periods are listed most recent first across years, and follow the report's filters", async () => {
+    const org = await t.newOrg();
+    const next = (m: string) => {
+      const [y, mo] = m.split("-").map(Number);
+      return mo === 12 ? `${y! + 1}-01` : `${y}-${String(mo! + 1).padStart(2, "0")}`;
+    };
+    const row = (m: string) => ({ ...usage(m, "a1", "1"), BillingPeriodEnd: `${next(m)}-01T00:00:00Z` });
+    await importCsvText(t, org.id, focusCsv(["2025-11", "2025-12", "2026-01", "2026-05", "2026-06"].map(row)));
+    for (const m of ["2025-11", "2025-12", "2026-01"]) await closeBillingPeriod(t.s.db, org.id, "aws", m, now);
+    await freezeClosedPeriods(t.s.db, now, { orgId: org.id });
+    const periods = async (qs = "") => (await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_service/periods${qs}`, { key: org.key })).json();
+    expect(await periods()).toEqual([
+      { year: 2026, month: 6, status: "in_progress" },
+      { year: 2026, month: 5, status: "in_progress" },
+      { year: 2026, month: 1, status: "finalized" },
+      { year: 2025, month: 12, status: "finalized" },
+      { year: 2025, month: 11, status: "finalized" },
+    ]);
+    // With no gcp data only the current month (always previewable for a daily report) is listed.
+    expect(await periods("?provider=gcp")).toEqual([{ year: 2026, month: 6, status: "in_progress" }]);
+    expect((await periods("?provider=aws")).length).toBe(5);
+  });
+
   test("closing the invoice finalizes the month; late data never changes the finalized CSV", async () => {
     const org = await t.newOrg();
     await importCsvText(t, org.id, focusCsv([usage("2026-05", "a1", "20"), usage("2026-05", "a2", "5.5")]));
