@@ -1,6 +1,6 @@
 /**
  * Domain errors. Each carries an HTTP status and a `code`; the single HTTP error handler
- * (lib/http/errors.ts) turns them into the spec's error body. Numeric codes mean "default
+ * (lib/http/app.ts with lib/http/errorBody.ts) turns them into the spec's error body. Numeric codes mean "default
  * shape" (code = status), string codes are domain codes such as `period_not_available`.
  */
 export type FieldErrors = Record<string, string[]>;
@@ -39,8 +39,8 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ForbiddenError extends AppError {
-  constructor(message = "This credential may not access this resource.", code: string | number = 403) {
-    super(403, code, message, "forbidden");
+  constructor(message = "This credential may not access this resource.", code: string | number = 403, headers: Record<string, string> = {}) {
+    super(403, code, message, "forbidden", {}, null, headers);
   }
 }
 
@@ -75,5 +75,11 @@ export class TooManyRequestsError extends AppError {
 export class ServiceUnavailableError extends AppError {
   constructor(message = "The database is unreachable; retry shortly.") {
     super(503, "service_unavailable", message, "service_unavailable", {}, null, { "Retry-After": "5" });
+  }
+}
+
+export class InternalError extends AppError {
+  constructor() {
+    super(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");
   }
 }

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError } from "../errors.ts";
-import { isDatabaseUnavailable, pgErrorCode } from "../db/index.ts";
+import { classifyError, errorForLog } from "./classifyError.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
@@ -17,17 +17,13 @@ interface RequestMeta {
 
 const ORG_IN_PATH = /^\/beta\/v1\/org\/([^/]+)/;
 
-function toAppError(code: string | number, error: any, s: Services): AppError {
+/** Elysia's own failures (validation, JSON parsing, no route), then the shared classification. */
+function toAppError(code: string | number, error: any): AppError {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") return fromElysiaValidation(error);
   if (code === "PARSE") return new BadRequestError("The request body is not valid JSON.", {}, "invalid_request");
   if (code === "NOT_FOUND") return new NotFoundError("No such resource.");
-  if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
-  const sqlState = pgErrorCode(error);
-  // Class 22 (data exception): a value from the request PostgreSQL cannot store or read (a NUL
-  // character, a malformed uuid or date, a number out of range). The caller's fault, never a 500.
-  if (sqlState?.startsWith("22")) return new BadRequestError("A value in the request is not valid here (e.g. a NUL character, a malformed id, date or number).", {}, "invalid_value");
-  return new AppError(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");
+  return classifyError(error).error;
 }
 
 /** Matches a concrete path against an Elysia route pattern (`/a/:id/b`). */
@@ -76,7 +72,7 @@ export function createApp(s: Services) {
       set.headers["x-request-id"] = id;
     })
     .onError(({ code, error, request, path }) => {
-      let err = toAppError(code, error, s);
+      let err = toAppError(code, error);
       const url = new URL(request.url).pathname;
       if (err instanceof NotFoundError && code === "NOT_FOUND") {
         const allow = [...new Set(knownRoutes.filter((r) => patternMatches(r.path, url)).map((r) => r.method))];
@@ -89,7 +85,7 @@ export function createApp(s: Services) {
           request_id: m?.id,
           method: request.method,
           path: url,
-          error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+          error: errorForLog(error),
         });
       }
       return errorResponse(err, path ?? url, m ? { "x-request-id": m.id } : {});

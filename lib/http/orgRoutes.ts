@@ -18,7 +18,7 @@ export function orgRoutes(s: Services, prefix: string) {
 }
 
 /** One limiter per Services (per app), shared by every route module. */
-function rateLimiterOf(s: Services): RateLimiter {
+export function rateLimiterOf(s: Services): RateLimiter {
   return ((s.extras.rateLimiter as RateLimiter | undefined) ??= new RateLimiter(s.config.apiRateLimitPerMinute));
 }
 

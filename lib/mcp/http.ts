@@ -10,10 +10,10 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { presentedToken, resolvePrincipal } from "../auth/guard.ts";
 import type { Principal } from "../auth/principal.ts";
-import { isDatabaseUnavailable } from "../db/index.ts";
-import { AppError, MethodNotAllowedError, ServiceUnavailableError, UnauthorizedError } from "../errors.ts";
+import { AppError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
 import { errorResponse } from "../http/errorBody.ts";
-import { RateLimiter } from "../http/rateLimit.ts";
+import { classifyError, errorForLog } from "../http/classifyError.ts";
+import { rateLimiterOf } from "../http/orgRoutes.ts";
 import type { Services } from "../services.ts";
 import { createMcpServer } from "./server.ts";
 
@@ -94,15 +94,9 @@ function unauthorized(s: Services, invalidToken: boolean): AppError {
 }
 
 function insufficientScope(s: Services): AppError {
-  return new AppError(
-    403,
-    "insufficient_scope",
-    `This credential lacks the \`${ASSISTANT_SCOPE}\` scope the assistant needs.`,
-    "forbidden",
-    {},
-    null,
-    { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${ASSISTANT_SCOPE}", resource_metadata="${protectedResourceMetadataUrl(s.config.publicUrl)}"` },
-  );
+  return new ForbiddenError(`This credential lacks the \`${ASSISTANT_SCOPE}\` scope the assistant needs.`, "insufficient_scope", {
+    "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${ASSISTANT_SCOPE}", resource_metadata="${protectedResourceMetadataUrl(s.config.publicUrl)}"`,
+  });
 }
 
 /** Resolves the caller of /mcp or throws the 401/403 the client must see. */
@@ -120,7 +114,7 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
   const origin = request.headers.get("origin");
   const path = new URL(request.url).pathname;
   if (!originAllowed(s, origin)) {
-    return errorResponse(new AppError(403, "origin_not_allowed", "Requests from this browser origin are not allowed. Add it to MCP_ALLOWED_ORIGINS.", "forbidden"), path);
+    return errorResponse(new ForbiddenError("Requests from this browser origin are not allowed. Add it to MCP_ALLOWED_ORIGINS.", "origin_not_allowed"), path);
   }
   const cors = corsHeaders(origin);
   if (request.method === "OPTIONS") {
@@ -132,7 +126,7 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
   try {
     const principal = await authenticateMcp(s, request.headers);
     // The Beta API's per-credential limiter (one per Services): assistant calls share the budget.
-    ((s.extras.rateLimiter as RateLimiter | undefined) ??= new RateLimiter(s.config.apiRateLimitPerMinute)).check(principal.credentialId);
+    rateLimiterOf(s).check(principal.credentialId);
     // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE);
     // both answers are the ones the Streamable HTTP transport spec prescribes for that case.
     if (request.method !== "POST") throw new MethodNotAllowedError(["POST", "OPTIONS"]);
@@ -144,10 +138,8 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
     if (!res.headers.get("content-type")?.includes("text/event-stream")) void server.close().catch(() => {});
     return withHeaders(res, cors);
   } catch (e) {
-    if (!(e instanceof AppError) && isDatabaseUnavailable(e)) return errorResponse(new ServiceUnavailableError(), path, cors);
-    const err =
-      e instanceof AppError ? e : new AppError(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");
-    if (!(e instanceof AppError)) s.log.error("mcp request failed", { path, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) });
-    return errorResponse(err, path, cors);
+    const { error, internal } = classifyError(e);
+    if (internal) s.log.error("mcp request failed", { path, error: errorForLog(e) });
+    return errorResponse(error, path, cors);
   }
 }

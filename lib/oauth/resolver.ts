@@ -13,7 +13,7 @@ import { ACCESS_TOKEN_PREFIX } from "./secrets.ts";
  *   longer a member of the token's organization (→ 401 `invalid_token`);
  * - `wrong_audience`: a valid token issued for another resource (RFC 8707) (→ 401 `invalid_token`);
  * - `ok`: the principal; its scopes are the granted ones ∩ the user's current role's scopes.
- *   Use `missingScopes()` for 403 `insufficient_scope`.
+ *   Scope checks are the guard's (lib/auth/guard.ts requireScope; /mcp's in lib/mcp/http.ts).
  */
 export type AccessTokenCheck =
   | { ok: true; principal: Principal & { kind: "oauth"; userId: string }; audience: string; expiresAt: Date }
@@ -47,11 +47,6 @@ export async function verifyAccessToken(db: DbOrTx, token: string | null | undef
     audience: row.resource,
     expiresAt: row.expiresAt,
   };
-}
-
-/** The scopes of `required` the principal lacks (empty: allowed). */
-export function missingScopes(principal: Principal, required: readonly Scope[]): Scope[] {
-  return required.filter((s) => !principal.scopes.includes(s));
 }
 
 /** Resource URIs compare without a trailing slash (`…/mcp/` is `…/mcp`). */

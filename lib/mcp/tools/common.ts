@@ -6,8 +6,8 @@
 import * as z from "zod";
 import type { Principal } from "../../auth/principal.ts";
 import type { Scope } from "../../auth/scopes.ts";
-import { isDatabaseUnavailable } from "../../db/index.ts";
-import { AppError, ServiceUnavailableError, ValidationError } from "../../errors.ts";
+import { ValidationError } from "../../errors.ts";
+import { classifyError, errorForLog } from "../../http/classifyError.ts";
 import type { Services } from "../../services.ts";
 
 export interface ToolContext {
@@ -84,9 +84,11 @@ export async function runTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(
       ],
     };
   } catch (e) {
-    if (e instanceof AppError) return { isError: true, content: [{ type: "text" as const, text: e.message }] };
-    if (isDatabaseUnavailable(e)) return { isError: true, content: [{ type: "text" as const, text: new ServiceUnavailableError().message }] };
-    ctx.s.log.error("mcp tool failed", { tool: def.name, org_id: ctx.orgId, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) });
-    return { isError: true, content: [{ type: "text" as const, text: "The tool failed on our side; the error has been logged. Try again shortly." }] };
+    const { error, internal } = classifyError(e);
+    if (internal) {
+      ctx.s.log.error("mcp tool failed", { tool: def.name, org_id: ctx.orgId, error: errorForLog(e) });
+      return { isError: true, content: [{ type: "text" as const, text: "The tool failed on our side; the error has been logged. Try again shortly." }] };
+    }
+    return { isError: true, content: [{ type: "text" as const, text: error.message }] };
   }
 }
