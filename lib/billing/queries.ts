@@ -108,7 +108,15 @@ export interface WindowQuery {
 }
 
 function windowWhere(q: WindowQuery, params: unknown[]): string {
-  const w = [`li.org_id = $1::uuid`, `li.charge_period_start >= $${params.push(iso(q.from))}::timestamptz`, `li.charge_period_start < $${params.push(iso(q.to))}::timestamptz`];
+  const from = params.push(iso(q.from));
+  const w = [
+    `li.org_id = $1::uuid`,
+    // A row is billed in the month of its charge (or, for corrections, later): this lower bound
+    // lets the (org, billing_period, provider) index skip the older history.
+    `li.billing_period >= (date_trunc('month', $${from}::timestamptz) - interval '1 month')::date`,
+    `li.charge_period_start >= $${from}::timestamptz`,
+    `li.charge_period_start < $${params.push(iso(q.to))}::timestamptz`,
+  ];
   if (q.provider) w.push(`li.provider = $${params.push(q.provider)}`);
   return w.join(" AND ");
 }

@@ -45,7 +45,10 @@ async function activeCommitments(db: DbOrTx, orgId: string, provider: Provider, 
 async function latestUsageEnd(db: DbOrTx, orgId: string, provider: Provider, now: Date): Promise<Date | null> {
   const [r] = await queryRows<{ e: string | Date | null }>(
     db,
-    `SELECT max(charge_period_end) AS e FROM billing_line_items WHERE org_id = $1::uuid AND provider = $2 AND charge_category = 'Usage' AND charge_period_start < $3::timestamptz`,
+    // Only the last two months count: usage that stopped earlier is no reason to size on stale data.
+    `SELECT max(charge_period_end) AS e FROM billing_line_items
+     WHERE org_id = $1::uuid AND billing_period >= (date_trunc('month', $3::timestamptz) - interval '2 months')::date
+       AND provider = $2 AND charge_category = 'Usage' AND charge_period_start < $3::timestamptz`,
     [orgId, provider, now.toISOString()],
   );
   return r?.e ? new Date(r.e) : null;

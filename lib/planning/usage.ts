@@ -42,6 +42,8 @@ export async function segmentHourlyUsage(
        SELECT li.service_name, li.region_id, ${SQLX.instanceFamily} AS fam, li.charge_period_start AS s, li.charge_period_end AS e, ${SQLX.odEq} AS od
        FROM billing_line_items li
        WHERE li.org_id = $1::uuid AND li.provider = $4
+         -- billing_period first so the (org, billing_period, provider) index prunes the history
+         AND li.billing_period >= (date_trunc('month', $2::timestamptz) - interval '1 month')::date
          AND li.charge_period_start < $3::timestamptz AND li.charge_period_end > $2::timestamptz
          AND li.charge_category = 'Usage' AND (li.commitment_discount_id IS NULL OR li.commitment_discount_status = 'Used')
          AND li.instance_type IS NOT NULL AND li.region_id IS NOT NULL
