@@ -1,3 +1,4 @@
+import { commitmentFinancials, grossDiscount, HOURS_PER_MONTH } from "../pricing/index.ts";
 /**
  * Sizing commitments on an hourly usage history (pure; no database).
  *
@@ -70,7 +71,6 @@ export interface SizedOption {
   expectedUtilization: number;
 }
 
-export const HOURS_PER_MONTH_PLANNING = 730;
 
 /** A group's usage sorted ascending with prefix sums: Σ min(u, a) in O(log T). */
 export class UsageProfile {
@@ -114,19 +114,19 @@ export function uncoveredUsage(g: PlanningGroup): Float64Array {
   return out;
 }
 
+/** Gross discount of a quote: the usage quantile at which one more unit stops paying for itself. */
 export function discountOf(q: UnitQuote): number {
-  return q.ondemandHourlyRate > 0 ? 1 - q.effectiveHourlyRate / q.ondemandHourlyRate : 0;
+  return grossDiscount(q.effectiveHourlyRate, q.ondemandHourlyRate);
 }
 
 /** The financials of buying `units` of `q` against `profile`, per month of 730 hours. */
 export function evaluateUnits(g: { key: string; region?: string | null; instanceType?: string | null }, profile: UsageProfile, q: UnitQuote, units: number): SizedOption {
   const T = profile.hours || 1;
-  const perMonth = HOURS_PER_MONTH_PLANNING / T;
+  const perMonth = HOURS_PER_MONTH / T;
   const coveredUnits = units > 0 ? profile.coveredUnits(units) : 0;
   const monthlyCoveredOndemand = q.ondemandHourlyRate * coveredUnits * perMonth;
-  const monthlyCloudCost = q.effectiveHourlyRate * units * HOURS_PER_MONTH_PLANNING;
-  const gross = monthlyCoveredOndemand - monthlyCloudCost;
-  const premium = q.feeRate * Math.max(gross, 0);
+  const monthlyCloudCost = q.effectiveHourlyRate * units * HOURS_PER_MONTH;
+  const { gross, premium, net, total } = commitmentFinancials(monthlyCoveredOndemand, monthlyCloudCost, q.feeRate);
   return {
     groupKey: g.key,
     region: g.region ?? null,
@@ -138,9 +138,9 @@ export function evaluateUnits(g: { key: string; region?: string | null; instance
     monthlyCoveredOndemand,
     monthlyCloudCost,
     monthlyPremium: premium,
-    monthlyCost: monthlyCloudCost + premium,
+    monthlyCost: total,
     monthlyGrossSavings: gross,
-    monthlyNetSavings: gross - premium,
+    monthlyNetSavings: net,
     expectedCoverage: profile.eligibleTotal > 0 ? coveredUnits / profile.eligibleTotal : 0,
     expectedUtilization: units > 0 ? coveredUnits / (units * T) : 0,
   };

@@ -274,6 +274,22 @@ export function amortizedHourlyRate(recurringHourly: number, upfront: number, du
 }
 
 /**
+ * DESIGN §7 from a month's covered on-demand cost and the provider's cost of the commitment:
+ * gross savings, the insured product's premium (fee rate × positive gross), net savings and
+ * the commitment's total monthly cost. Plan sizing uses it too.
+ */
+export function commitmentFinancials(coveredOndemand: number, cloudProviderCost: number, feeRate: number) {
+  const gross = coveredOndemand - cloudProviderCost;
+  const premium = feeRate * Math.max(gross, 0);
+  return { gross, premium, net: gross - premium, total: cloudProviderCost + premium };
+}
+
+/** The gross discount of an hourly commitment rate against the on-demand rate (0 when unpriced). */
+export function grossDiscount(effectiveHourly: number, ondemandHourly: number): number {
+  return ondemandHourly > 0 ? 1 - effectiveHourly / ondemandHourly : 0;
+}
+
+/**
  * One CommitmentOption for a line of `quantity` (`basis`) of the SKU fully covered by `lease`.
  */
 export function evaluateOption(inputs: SkuPricingInputs, lease: LeaseRate, quantity: number, basis: QuantityBasis): CommitmentOption {
@@ -285,10 +301,7 @@ export function evaluateOption(inputs: SkuPricingInputs, lease: LeaseRate, quant
   const recurring = lease.recurringHourlyRate * HOURS_PER_MONTH * units;
   const amortizedUpfront = ((lease.upfrontCost * SECONDS_PER_MONTH) / offer.durationSeconds) * units;
   const cloudProviderCost = recurring + amortizedUpfront;
-  const gross = covered - cloudProviderCost;
-  const premium = offer.feeRate * Math.max(gross, 0);
-  const net = gross - premium;
-  const total = cloudProviderCost + premium;
+  const { gross, premium, net, total } = commitmentFinancials(covered, cloudProviderCost, offer.feeRate);
   const selectedAmount = commitsToSpend(offer.commitmentType) ? effectiveHourlyRate(lease) * units : units;
   return {
     offer_id: offer.id,
