@@ -94,7 +94,7 @@ const iso = (d: Date) => d.toISOString();
 const TOUCH = sql`clock_timestamp()`;
 
 /** Only the six identifying fields are kept from a chosen option (extra fields are ignored). */
-function selectionOf(o: CommitmentSelection): CommitmentSelection {
+export function selectionOf(o: CommitmentSelection): CommitmentSelection {
   return {
     commitment_type: o.commitment_type,
     contract_term: o.contract_term,

@@ -1,3 +1,4 @@
+import { selectionOf as selectionOfOption } from "../../lib/estimates/service.ts";
 import { and, eq } from "drizzle-orm";
 import { catalogSkus } from "../../lib/db/schema/index.ts";
 import { ensurePublicCatalog } from "../../lib/catalog/seed.ts";
@@ -27,11 +28,5 @@ export async function seedCatalog(s: Services): Promise<Record<keyof typeof SKU,
 
 export const line = (catalogSkuId: string, extra: Record<string, unknown> = {}) => ({ catalog_sku_id: catalogSkuId, catalog_sku_org_id: "public", ...extra });
 
-export const selectionOf = (o: any) => ({
-  commitment_type: o.commitment_type,
-  contract_term: o.contract_term,
-  payment_option: o.payment_option,
-  lease_menu_item_id: o.lease_menu_item_id,
-  offer_id: o.offer_id,
-  offer_org_id: o.offer_org_id,
-});
+/** The six identifying fields of a CommitmentOption, as a client copies them (rule 10). */
+export const selectionOf = (o: any) => selectionOfOption(o);
