@@ -17,6 +17,8 @@ export interface Config {
   mcpAllowedOrigins: string[];
   /** Beta API requests per credential per minute and process (API_RATE_LIMIT_PER_MINUTE; 0 = off). */
   apiRateLimitPerMinute: number;
+  /** Largest request body in bytes (MAX_BODY_BYTES, default 1 MiB); larger → 413. */
+  maxBodyBytes: number;
   /** OAuth: access-token lifetime in seconds (OAUTH_ACCESS_TOKEN_TTL, default 3600). */
   oauthAccessTokenTtl: number;
   /** OAuth: refresh-token lifetime in seconds (OAUTH_REFRESH_TOKEN_TTL, default 30 days). */
@@ -33,11 +35,22 @@ export interface Config {
   oidcClientSecret?: string;
   /** Label of the upstream provider's button (OIDC_NAME, default "single sign-on"). */
   oidcName: string;
+  /** Report downloads: abort one whose client has not read for this many seconds (DOWNLOAD_IDLE_TIMEOUT_SECONDS, default 30; 0 = never). */
+  downloadIdleTimeoutSeconds: number;
+  /** Report downloads streaming from the database at once per process (DOWNLOAD_CONCURRENCY; unset = pool size − 2, at least 1). */
+  downloadConcurrency?: number;
+  /** How long a download waits for a free slot before answering 503 (DOWNLOAD_QUEUE_TIMEOUT_SECONDS, default 10). */
+  downloadQueueTimeoutSeconds: number;
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
   if (v === undefined || v === "") return dflt;
   return !/^(0|false|no|off)$/i.test(v);
+}
+
+function positiveInt(v: string | undefined, dflt: number): number {
+  const n = Number(v);
+  return v !== undefined && v !== "" && Number.isInteger(n) && n > 0 ? n : dflt;
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
@@ -57,6 +70,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     seedDemo: bool(env.SEED_DEMO, true),
     mcpAllowedOrigins: (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean),
     apiRateLimitPerMinute: Number(env.API_RATE_LIMIT_PER_MINUTE ?? 1200),
+    maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1024 * 1024),
     oauthAccessTokenTtl: Number(env.OAUTH_ACCESS_TOKEN_TTL ?? 3600),
     oauthRefreshTokenTtl: Number(env.OAUTH_REFRESH_TOKEN_TTL ?? 30 * 86400),
     oauthCodeTtl: Number(env.OAUTH_CODE_TTL ?? 60),
@@ -66,6 +80,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     oidcClientId: env.OIDC_CLIENT_ID || undefined,
     oidcClientSecret: env.OIDC_CLIENT_SECRET || undefined,
     oidcName: env.OIDC_NAME || "single sign-on",
+    downloadIdleTimeoutSeconds: Number(env.DOWNLOAD_IDLE_TIMEOUT_SECONDS || 30),
+    downloadConcurrency: env.DOWNLOAD_CONCURRENCY ? Number(env.DOWNLOAD_CONCURRENCY) : undefined,
+    downloadQueueTimeoutSeconds: Number(env.DOWNLOAD_QUEUE_TIMEOUT_SECONDS || 10),
     ...overrides,
   };
 }

@@ -64,6 +64,12 @@ export class MethodNotAllowedError extends AppError {
   }
 }
 
+export class PayloadTooLargeError extends AppError {
+  constructor(maxBytes: number) {
+    super(413, "payload_too_large", `The request body is larger than the limit of ${maxBytes} bytes.`, "payload_too_large", {}, { max_bytes: maxBytes });
+  }
+}
+
 export class TooManyRequestsError extends AppError {
   constructor(retryAfterSeconds: number) {
     super(429, 429, "Too many requests; retry later.", "rate_limited", {}, null, {

@@ -7,3 +7,8 @@ declare module "*.data" {
   const path: string;
   export default path;
 }
+// Scalar's browser bundle for /docs (lib/http/docs.ts), embedded as a file, not bundled as code.
+declare module "*/@scalar/api-reference/dist/browser/standalone.js" {
+  const path: string;
+  export default path;
+}

@@ -6,6 +6,7 @@ import { openDb } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
 import { createApp } from "../lib/http/app.ts";
 import { seedDemo } from "../lib/demo/seed.ts";
+import { fetchHandler } from "../lib/http/entry.ts";
 import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
 
 declare const Deno: any;
@@ -19,9 +20,10 @@ if (config.seedDemo) {
   const demo = await seedDemo(s);
   console.log(`Demo org: ${demo.orgId}`);
 }
+const serveRequest = fetchHandler(app, log);
 const server = Deno.serve({ port: config.port, hostname: config.host, onListen: () => console.log(`commitops (Deno) listening on ${config.publicUrl}`) }, (req: Request, info: any) => {
   rememberPeerAddress(req, info?.remoteAddr?.hostname);
-  return app.handle(req);
+  return serveRequest(req);
 });
 const stop = async () => {
   await server.shutdown();

@@ -7,7 +7,7 @@ import { createApp } from "../lib/http/app.ts";
 import { seedDemoData, seedDemoOrganization } from "../lib/demo/seed.ts";
 import { jobsPlugin } from "../jobs/index.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
-import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
+import { listen } from "./bun-server.ts";
 
 export async function serve() {
   const config = loadConfig();
@@ -26,17 +26,7 @@ export async function serve() {
   const app = createApp(s);
   if (config.jobsEnabled) app.use(await jobsPlugin(s));
 
-  const server = Bun.serve({
-    port: config.port,
-    hostname: config.host,
-    // 0 disables Bun's 10 s idle timeout, which would cut SSE streams of the MCP server.
-    idleTimeout: 0,
-    fetch: (req, server) => {
-      // Only the entry sees the socket: login throttling counts failures per client address.
-      rememberPeerAddress(req, server.requestIP(req)?.address);
-      return app.handle(req);
-    },
-  });
+  const server = listen(s, app, { port: config.port, hostname: config.host });
 
   const lines = [
     `commitops listening on ${config.publicUrl} (database: ${handle.description})`,

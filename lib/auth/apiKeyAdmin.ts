@@ -11,6 +11,15 @@ function requireKeyAdmin(p: Principal) {
   if (!SCOPES.every((sc) => p.scopes.includes(sc))) throw new ForbiddenError("Managing API keys needs a credential holding every scope (an admin key).", "insufficient_scope");
 }
 
+/**
+ * A key never holds a scope its creator lacks: the caller's scopes, which for a user (OAuth
+ * token, or a key that user created) are already bounded by the user's current role.
+ */
+function requireScopesHeld(p: Principal, scopes: readonly Scope[]) {
+  const beyond = scopes.filter((sc) => !p.scopes.includes(sc));
+  if (beyond.length) throw new ForbiddenError(`A key cannot hold scopes its creator lacks: ${beyond.join(", ")}.`, "insufficient_scope");
+}
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export async function listOrgApiKeys(db: DbOrTx, p: Principal, includeRevoked: boolean) {
@@ -33,7 +42,10 @@ export async function listOrgApiKeys(db: DbOrTx, p: Principal, includeRevoked: b
 
 export async function createOrgApiKey(db: DbOrTx, p: Principal, input: { name: string; scopes?: Scope[] }) {
   requireKeyAdmin(p);
-  const k = await createApiKey(db, { orgId: p.orgId, name: input.name, scopes: input.scopes ?? p.scopes, createdBy: p.userId });
+  const scopes = input.scopes ?? p.scopes;
+  requireScopesHeld(p, scopes);
+  // The creator ties the key to their membership: the resolver bounds it by their current role.
+  const k = await createApiKey(db, { orgId: p.orgId, name: input.name, scopes, createdBy: p.userId });
   return { id: k.id, name: input.name, prefix: k.prefix, scopes: k.scopes, api_key: k.key };
 }
 

@@ -3,7 +3,7 @@ import { apiKeys } from "../db/schema/index.ts";
 import type { DbOrTx } from "../db/index.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import type { Principal } from "./principal.ts";
-import { SCOPES, isScope, type Scope } from "./scopes.ts";
+import { ROLE_SCOPES, SCOPES, isScope, type Role, type Scope } from "./scopes.ts";
 import { hashSecret, newSecret } from "./tokens.ts";
 
 export const API_KEY_PREFIX = "co";
@@ -42,23 +42,53 @@ const lastTouched = new Map<string, number>();
 
 type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
 
+interface ResolvedKeyRow {
+  id: string;
+  org_id: string;
+  scopes: string[];
+  created_by: string | null;
+  revoked_at: unknown;
+  /** The creator's current membership role in the key's org (null: no creator, or no longer a member). */
+  creator_role: Role | null;
+}
+
+/**
+ * What a key may do now. A key created by a user never outlives or out-scopes that user: it holds
+ * its own scopes ∩ the creator's current role, and nothing once the creator has left the org
+ * (null → 401, like a revoked key). A key without a creator (CLI, `org create`) holds its own.
+ */
+function effectiveKeyScopes(row: ResolvedKeyRow): Scope[] | null {
+  const own = row.scopes.filter(isScope);
+  if (!row.created_by) return own;
+  if (!row.creator_role) return null;
+  const allowed = ROLE_SCOPES[row.creator_role] ?? [];
+  return own.filter((sc) => allowed.includes(sc));
+}
+
 /**
  * Resolver for org API keys (`co_…`). Revoked keys resolve to nothing (→ 401). It runs on every
- * request, so it is one indexed lookup in plain SQL (no query building).
+ * request, so it is one query in plain SQL (no query building): the key by its hash and, through
+ * the (org, user) unique index, its creator's current role.
  */
 export function apiKeyResolver(db: DbOrTx, query: Query): (token: string) => Promise<Principal | null> {
   return async (token) => {
     if (!token.startsWith(`${API_KEY_PREFIX}_`)) return null;
-    const [row] = await query<{ id: string; org_id: string; scopes: string[]; created_by: string | null; revoked_at: unknown }>(
-      "SELECT id, org_id, scopes, created_by, revoked_at FROM api_keys WHERE key_hash = $1 LIMIT 1",
+    const [row] = await query<ResolvedKeyRow>(
+      `SELECT k.id, k.org_id, k.scopes, k.created_by, k.revoked_at, m.role AS creator_role
+         FROM api_keys k
+         LEFT JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.created_by
+        WHERE k.key_hash = $1
+        LIMIT 1`,
       [hashSecret(token)],
     );
     if (!row || row.revoked_at) return null;
+    const scopes = effectiveKeyScopes(row);
+    if (!scopes) return null;
     const now = Date.now();
     if ((lastTouched.get(row.id) ?? 0) < now - 60_000) {
       lastTouched.set(row.id, now);
       db.update(apiKeys).set({ lastUsedAt: new Date() }).where(eq(apiKeys.id, row.id)).catch(() => {});
     }
-    return { kind: "api_key", orgId: row.org_id, scopes: row.scopes.filter(isScope), userId: row.created_by, credentialId: row.id };
+    return { kind: "api_key", orgId: row.org_id, scopes, userId: row.created_by, credentialId: row.id };
   };
 }

@@ -15,9 +15,34 @@ export function pgErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Thrown (as a socket error, so postgres.js fails the query with it) while the connection guard
+ * knows the server is unreachable: the request fails at once instead of waiting for a timeout.
+ */
+export class DatabaseUnreachableError extends Error {
+  readonly code = "DATABASE_UNREACHABLE";
+  constructor(reason = "the database server is unreachable") {
+    super(reason);
+    this.name = "DatabaseUnreachableError";
+  }
+}
+
+/**
+ * A pool connection the guard closed because its server session no longer exists (the server
+ * answers on a new connection but no longer knows this one, e.g. after a failover).
+ */
+export class ConnectionLostError extends Error {
+  readonly code = "CONNECTION_LOST";
+  constructor(reason = "the database connection was lost") {
+    super(reason);
+    this.name = "ConnectionLostError";
+  }
+}
+
 const UNAVAILABLE_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH",
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN",
   "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
+  "DATABASE_UNREACHABLE", "CONNECTION_LOST",
   "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006",
 ]);
 
@@ -28,6 +53,21 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (typeof e?.errno === "string" && UNAVAILABLE_CODES.has(e.errno)) return true;
     const msg = typeof e?.message === "string" ? e.message : "";
     if (/PGlite is closed|database is closed|Connection terminated|connect ECONNREFUSED|write CONNECTION_CLOSED/i.test(msg)) return true;
+  }
+  return false;
+}
+
+/**
+ * The connection a statement was sent on died under it (closed, reset, its session terminated
+ * by the server) — as opposed to the server being unreachable for new connections. Only such a
+ * failure is worth one retry on another connection, and only for a statement that is safe to
+ * run twice (see lib/db/postgres.ts).
+ */
+const LOST_CODES = new Set(["CONNECTION_CLOSED", "ECONNRESET", "EPIPE", "CONNECTION_LOST", "57P01", "57P02"]);
+export function isConnectionLost(err: unknown): boolean {
+  for (const e of causes(err)) {
+    if (typeof e?.code === "string" && LOST_CODES.has(e.code)) return true;
+    if (typeof e?.errno === "string" && LOST_CODES.has(e.errno)) return true;
   }
   return false;
 }

@@ -1,10 +1,12 @@
 import type { DatabaseHandle } from "./types.ts";
+import type { Logger } from "../log.ts";
 import { openPglite } from "./pglite.ts";
-import { openPostgres } from "./postgres.ts";
+import { openPostgres, type PostgresSettings } from "./postgres.ts";
 import { migrate } from "./migrate.ts";
 
 export type { DatabaseHandle, Db, Tx, DbOrTx } from "./types.ts";
 export { pgErrorCode, isDatabaseUnavailable } from "./errors.ts";
+export { postgresSettings, type PostgresSettings } from "./postgres.ts";
 
 export interface OpenDbOptions {
   /** postgres://… selects the PostgreSQL server; otherwise PGlite. */
@@ -13,10 +15,17 @@ export interface OpenDbOptions {
   dataDir?: string;
   /** Apply pending migrations (under an advisory lock) before returning. */
   migrate?: boolean;
+  /** Where the PostgreSQL connection guard logs outages (default: JSON lines at LOG_LEVEL). */
+  log?: Logger;
+  /** PostgreSQL pool timeouts and limits, over those of the environment (`postgresSettings`). */
+  postgres?: Partial<PostgresSettings>;
 }
 
 export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> {
-  const handle = opts.url && /^postgres(ql)?:\/\//.test(opts.url) ? await openPostgres(opts.url) : await openPglite(opts.dataDir);
+  const handle =
+    opts.url && /^postgres(ql)?:\/\//.test(opts.url)
+      ? await openPostgres(opts.url, { log: opts.log, settings: opts.postgres })
+      : await openPglite(opts.dataDir);
   if (opts.migrate !== false) {
     try {
       await migrate(handle);

@@ -13,6 +13,8 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
   const applied: string[] = [];
   await handle.db.transaction(async (tx) => {
     const run = async (text: string) => (tx as any).execute(rawSql(text));
+    // A migration (or the wait for another replica's) may outlast the sessions' statement_timeout.
+    await run(`SET LOCAL statement_timeout = 0`);
     await run(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
     await run(`CREATE TABLE IF NOT EXISTS commitops_migrations (tag text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const res: any = await run(`SELECT tag FROM commitops_migrations`);

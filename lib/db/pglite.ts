@@ -77,25 +77,32 @@ export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
   }
   const db = drizzle(client, { schema }) as unknown as Db;
   let closed = false;
+  let cursorSeq = 0;
   return {
     db,
     driver: "pglite",
+    poolSize: 1,
     description: dataDir ? `pglite:${resolve(dataDir)}` : "pglite:memory",
     async query<T>(text: string, params: unknown[] = []) {
       const r = await client.query(text, params as any[]);
       return r.rows as T[];
     },
     async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000) {
-      await client.transaction(async (tx) => {
-        await tx.query(`DECLARE commitops_cursor NO SCROLL CURSOR FOR ${text}`, params as any[]);
+      // A holdable cursor: its rows are materialized when the DECLARE commits, then each FETCH is
+      // one short query. PGlite has a single connection and a transaction holds it exclusively, so
+      // a cursor inside a transaction would stop every other request while a slow client reads.
+      const cursor = `commitops_cursor_${++cursorSeq}`;
+      await client.query(`DECLARE ${cursor} NO SCROLL CURSOR WITH HOLD FOR ${text}`, params as any[]);
+      try {
         for (;;) {
-          const r = await tx.query(`FETCH FORWARD ${batchSize} FROM commitops_cursor`);
+          const r = await client.query(`FETCH FORWARD ${batchSize} FROM ${cursor}`);
           if (r.rows.length === 0) break;
           await onBatch(r.rows as T[]);
           if (r.rows.length < batchSize) break;
         }
-        await tx.query("CLOSE commitops_cursor");
-      });
+      } finally {
+        if (!closed) await client.query(`CLOSE ${cursor}`).catch(() => {});
+      }
     },
     async close() {
       if (closed) return;

@@ -2,6 +2,61 @@ import postgres from "postgres";
 import { drizzle } from "drizzle-orm/postgres-js";
 import * as schema from "./schema/index.ts";
 import type { DatabaseHandle, Db } from "./types.ts";
+import { ConnectionGuard, type ProbeClient } from "./guard.ts";
+import { isConnectionLost } from "./errors.ts";
+import { createLogger, type Logger, type LogLevel } from "../log.ts";
+
+/**
+ * Timeouts and limits of the PostgreSQL pool (docs/OPERATIONS.md, "Database timeouts and
+ * outages"). Read from the environment by `postgresSettings`; `openDb({ postgres })` overrides.
+ */
+export interface PostgresSettings {
+  /** Connections per process (DATABASE_POOL_SIZE, 10). */
+  poolSize: number;
+  /** TCP connect + TLS + authentication of a new connection (DATABASE_CONNECT_TIMEOUT_MS, 1500). */
+  connectTimeoutMs: number;
+  /** Server-side statement_timeout of every session (DATABASE_STATEMENT_TIMEOUT_MS, 60000; 0: the server's own). */
+  statementTimeoutMs: number;
+  /** statement_timeout of a cursor stream (CSV download), which spans the whole stream (DATABASE_STREAM_TIMEOUT_MS, 1800000; 0: none). */
+  streamTimeoutMs: number;
+  /** Server-side idle_in_transaction_session_timeout (DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS, 60000; 0: the server's own). */
+  idleInTransactionTimeoutMs: number;
+  /** A reply due with no byte received this long → the guard probes the server (DATABASE_STALL_TIMEOUT_MS, 500). */
+  stallMs: number;
+  /** A probe not answered within this is a failure (DATABASE_PROBE_TIMEOUT_MS, 1000). */
+  probeTimeoutMs: number;
+  /** While the database is down: pause between probes (250). */
+  probeIntervalMs: number;
+  /** An unused connection is closed after this (30 s). */
+  idleTimeoutS: number;
+  /** TCP keepalive idle time of each connection (15 s). */
+  keepAliveS: number;
+}
+
+function nonNegativeInt(v: string | undefined, dflt: number): number {
+  const n = Number(v);
+  return v !== undefined && v !== "" && Number.isInteger(n) && n >= 0 ? n : dflt;
+}
+function positiveInt(v: string | undefined, dflt: number): number {
+  const n = nonNegativeInt(v, dflt);
+  return n > 0 ? n : dflt;
+}
+
+export function postgresSettings(env: Record<string, string | undefined> = process.env, overrides: Partial<PostgresSettings> = {}): PostgresSettings {
+  return {
+    poolSize: positiveInt(env.DATABASE_POOL_SIZE, 10),
+    connectTimeoutMs: positiveInt(env.DATABASE_CONNECT_TIMEOUT_MS, 1500),
+    statementTimeoutMs: nonNegativeInt(env.DATABASE_STATEMENT_TIMEOUT_MS, 60_000),
+    streamTimeoutMs: nonNegativeInt(env.DATABASE_STREAM_TIMEOUT_MS, 30 * 60_000),
+    idleInTransactionTimeoutMs: nonNegativeInt(env.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS, 60_000),
+    stallMs: positiveInt(env.DATABASE_STALL_TIMEOUT_MS, 500),
+    probeTimeoutMs: positiveInt(env.DATABASE_PROBE_TIMEOUT_MS, 1000),
+    probeIntervalMs: 250,
+    idleTimeoutS: 30,
+    keepAliveS: 15,
+    ...overrides,
+  };
+}
 
 function redact(url: string): string {
   try {
@@ -13,31 +68,191 @@ function redact(url: string): string {
   }
 }
 
-/** Opens a pooled postgres.js connection to a PostgreSQL server. */
-export async function openPostgres(url: string, opts: { max?: number } = {}): Promise<DatabaseHandle> {
-  const client = postgres(url, {
-    max: opts.max ?? Number(process.env.DATABASE_POOL_SIZE ?? 10),
+/**
+ * The TLS the URL (or PGSSL) asks for, read as postgres.js reads it: sslmode (or ssl) in the
+ * query string, sslrootcert=system → verify-full; sslnegotiation=direct. Null: plaintext.
+ */
+export function tlsOf(url: string, env: Record<string, string | undefined> = process.env): { mode: string; direct: boolean } | null {
+  const qs = url.includes("?") ? url.slice(url.indexOf("?") + 1) : "";
+  const q = new URLSearchParams(qs);
+  let mode = q.get("sslmode") ?? q.get("ssl") ?? null;
+  if (q.get("sslrootcert") === "system") mode = "verify-full";
+  mode ??= env.PGSSL || null;
+  if (!mode || mode === "disable" || mode === "false") return null;
+  return { mode, direct: (q.get("sslnegotiation") ?? env.PGSSLNEGOTIATION) === "direct" };
+}
+
+function defaultLogger(): Logger {
+  const level = (process.env.LOG_LEVEL ?? "info").toLowerCase();
+  return createLogger((["debug", "info", "warn", "error", "silent"].includes(level) ? level : "info") as LogLevel);
+}
+
+/**
+ * Statements that may run twice: a plain read outside a transaction. Only those are retried, once,
+ * when the connection they were sent on turns out to have died (see `isConnectionLost`).
+ */
+const RETRYABLE = /^\s*(?:select|show)\b/i;
+
+/** Lets the event loop take in pending socket events (other connections' closes) before a retry. */
+const settle = () => new Promise<void>((r) => setTimeout(r, 1));
+
+export interface OpenPostgresOptions {
+  max?: number;
+  log?: Logger;
+  settings?: Partial<PostgresSettings>;
+}
+
+/** Opens a pooled postgres.js connection to a PostgreSQL server, behind the connection guard. */
+export async function openPostgres(url: string, opts: OpenPostgresOptions = {}): Promise<DatabaseHandle> {
+  const cfg = postgresSettings(process.env, { ...(opts.max ? { poolSize: opts.max } : {}), ...opts.settings });
+  const log = opts.log ?? defaultLogger();
+  // Startup parameters of every session (a parameter in the URL's query string wins).
+  const connection: Record<string, string> = {};
+  if (cfg.statementTimeoutMs > 0) connection.statement_timeout = String(cfg.statementTimeoutMs);
+  if (cfg.idleInTransactionTimeoutMs > 0) connection.idle_in_transaction_session_timeout = String(cfg.idleInTransactionTimeoutMs);
+  // TLS is negotiated by the guard, which must see the plaintext protocol (lib/db/guard.ts).
+  const tls = tlsOf(url);
+  const base = {
+    ...(tls ? { ssl: false as const } : {}),
     onnotice: () => {},
-    connect_timeout: 5,
-    idle_timeout: 30,
+    connect_timeout: cfg.connectTimeoutMs / 1000,
+    // The guard fails fast while the server is down, so a reconnect need not wait.
+    backoff: () => 0,
+    keep_alive: cfg.keepAliveS,
+    connection: connection as any,
+  };
+  const makeProbeClient = (socket: (o: any) => any): ProbeClient => {
+    const c = postgres(url, {
+      ...base,
+      max: 1,
+      connect_timeout: cfg.probeTimeoutMs / 1000,
+      idle_timeout: 60,
+      max_lifetime: null,
+      fetch_types: false,
+      prepare: false,
+      // The socket factory is a postgres.js option its type declarations omit.
+      ...({ socket } as object),
+    });
+    return {
+      query: async (text) => (await c.unsafe(text)) as unknown as Record<string, unknown>[],
+      destroy: () => c.end({ timeout: 0 }),
+    };
+  };
+  const guard = new ConnectionGuard(
+    { stallMs: cfg.stallMs, probeTimeoutMs: cfg.probeTimeoutMs, probeIntervalMs: cfg.probeIntervalMs, connectTimeoutMs: cfg.connectTimeoutMs, tls },
+    makeProbeClient,
+    log,
+  );
+  const client = postgres(url, {
+    ...base,
+    max: cfg.poolSize,
+    idle_timeout: cfg.idleTimeoutS,
+    ...({ socket: guard.poolSocket } as object),
   });
-  const db = drizzle(client, { schema }) as unknown as Db;
+
+  const mayRetry = (e: unknown) => isConnectionLost(e) && guard.state === "up";
+
+  /**
+   * `client.unsafe` for a read outside a transaction: a lazy thenable (as postgres.js queries
+   * are) that runs the statement and, when its connection was found dead, runs it once more.
+   */
+  const unsafe = (text: string, params?: any[], options?: any): any => {
+    if (!RETRYABLE.test(text)) return client.unsafe(text, params, options);
+    let values = false;
+    let promise: Promise<any> | null = null;
+    const make = () => {
+      const q = client.unsafe(text, params, options);
+      return values ? q.values() : q;
+    };
+    const run = () =>
+      (promise ??= (async () => {
+        try {
+          return await make();
+        } catch (e) {
+          if (!mayRetry(e)) throw e;
+          log.debug("database statement retried on another connection (its connection was lost)", { code: (e as any)?.code });
+          await settle();
+          return await make();
+        }
+      })());
+    const wrapper: any = {
+      values() {
+        values = true;
+        return wrapper;
+      },
+      then: (f?: any, r?: any) => run().then(f, r),
+      catch: (r?: any) => run().catch(r),
+      finally: (f?: any) => run().finally(f),
+    };
+    // Anything else (cursor, forEach, raw…) goes to a plain query, without the retry.
+    return new Proxy(wrapper, {
+      get(t, k) {
+        if (k in t) return t[k];
+        const q: any = client.unsafe(text, params, options);
+        const v = q[k];
+        return typeof v === "function" ? v.bind(q) : v;
+      },
+    });
+  };
+
+  /**
+   * `client.begin`: when the BEGIN itself fails because its connection was found dead, nothing of
+   * the transaction has run yet (its callback was not called), so it is started once more.
+   */
+  const begin = async (a: any, b?: any): Promise<any> => {
+    const fn = b ?? a;
+    const mode = b ? a : undefined;
+    for (let attempt = 0; ; attempt++) {
+      let started = false;
+      const body = (tx: any) => {
+        started = true;
+        return fn(tx);
+      };
+      try {
+        return await (mode === undefined ? client.begin(body) : client.begin(mode, body));
+      } catch (e) {
+        if (started || attempt > 0 || !mayRetry(e)) throw e;
+        await settle();
+      }
+    }
+  };
+
+  const guarded = new Proxy(client, {
+    get(t, k) {
+      if (k === "unsafe") return unsafe;
+      if (k === "begin") return begin;
+      return Reflect.get(t, k, t);
+    },
+  });
+
+  const db = drizzle(guarded, { schema }) as unknown as Db;
   return {
     db,
     driver: "postgres",
+    poolSize: cfg.poolSize,
     description: redact(url),
     async query<T>(text: string, params: unknown[] = []) {
-      return (await client.unsafe(text, params as any[])) as unknown as T[];
+      return (await unsafe(text, params as any[])) as unknown as T[];
     },
     async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000) {
-      await client.begin("read only", async (tx) => {
+      await begin("read only", async (tx: any) => {
+        // A cursor's statement_timeout runs from its first fetch to its last, including the time
+        // the consumer takes between batches: the stream has its own, longer limit.
+        await tx.unsafe(`SET LOCAL statement_timeout = ${Math.floor(cfg.streamTimeoutMs)}`);
         for await (const rows of tx.unsafe(text, params as any[]).cursor(batchSize)) {
           await onBatch(rows as unknown as T[]);
         }
       });
     },
     async close() {
-      await client.end({ timeout: 5 });
+      await guard.close();
+      // Let the statements in flight finish (up to 5 s), then end every connection. Not
+      // `end({ timeout: 5 })` alone: a connection whose socket failed under a statement keeps
+      // that statement as its current one until it reconnects, and postgres.js's end() waits
+      // for it — the full timeout, at every shutdown after an outage.
+      const deadline = performance.now() + 5000;
+      while (guard.busy() !== "idle" && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await client.end({ timeout: guard.busy() === "unknown" ? 5 : 0 });
     },
   };
 }

@@ -10,11 +10,16 @@ export type DbOrTx = Db | Tx;
 export interface DatabaseHandle {
   db: Db;
   driver: "pglite" | "postgres";
+  /** Connections this handle can hold at once (the postgres.js pool size; 1 for PGlite). */
+  poolSize?: number;
   /** Raw text SQL with positional parameters ($1…), rows as plain objects. */
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   /**
-   * Runs `text` through a server-side cursor inside a read-only transaction and hands the rows
-   * to `onBatch` in batches, so memory stays flat whatever the row count.
+   * Runs `text` through a server-side cursor and hands the rows to `onBatch` in batches, so
+   * memory stays flat whatever the row count. PostgreSQL: inside a read-only transaction on one
+   * pooled connection until the last batch (or `onBatch` throws: rolled back, released). PGlite:
+   * a holdable cursor (materialized once, then one short FETCH per batch), so the single
+   * connection serves other queries while `onBatch` waits.
    */
   stream<T = Record<string, unknown>>(
     text: string,

@@ -1,12 +1,13 @@
 import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
-import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError } from "../errors.ts";
+import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError } from "../errors.ts";
 import { classifyError, errorForLog } from "./classifyError.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
 import { withErrorResponses } from "./openapiErrors.ts";
+import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
+import { orgGuardOf } from "./orgRoutes.ts";
 
 interface RequestMeta {
   id: string;
@@ -17,10 +18,20 @@ interface RequestMeta {
 
 const ORG_IN_PATH = /^\/beta\/v1\/org\/([^/]+)/;
 
+/** The path of a request URL without parsing the whole URL (the entry has normalised it). */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  if (start < 0) return "/";
+  const q = url.indexOf("?", start);
+  return url.slice(start, q < 0 ? undefined : q);
+}
+
 /** Elysia's own failures (validation, JSON parsing, no route), then the shared classification. */
 function toAppError(code: string | number, error: any): AppError {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") return fromElysiaValidation(error);
+  // Elysia wraps whatever a parse hook throws; the Beta body reader throws the answer itself.
+  if (code === "PARSE" && error?.cause instanceof AppError) return error.cause;
   if (code === "PARSE") return new BadRequestError("The request body is not valid JSON.", {}, "invalid_request");
   if (code === "NOT_FOUND") return new NotFoundError("No such resource.");
   return classifyError(error).error;
@@ -41,58 +52,49 @@ function patternMatches(pattern: string, path: string): boolean {
 export function createApp(s: Services) {
   const meta = new WeakMap<Request, RequestMeta>();
   let knownRoutes: { method: string; path: string }[] = [];
+  const guard = orgGuardOf(s);
 
   const app = new Elysia({ normalize: false })
-    .use(
-      openapi({
-        path: "/docs",
-        // The plugin's document is completed by /openapi.json below (error responses).
-        specPath: "/openapi/generated.json",
-        scalar: { url: "/openapi.json" } as any,
-        documentation: {
-          openapi: "3.1.0",
-          info: {
-            title: "commitops Beta API",
-            version: "1.0.0",
-            description: "Cloud commitment optimization: allocation reports, commitment plan templates, cost estimates, support and the assistant (MCP) server.",
-          },
-          servers: [{ url: s.config.publicUrl }],
-          components: {
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", description: "Org API key (co_…) or OAuth access token" },
-              apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
-            },
-          },
-        } as any,
-      }),
-    )
-    .onRequest(({ request, set }) => {
+    .use(apiDocs(s))
+    .onRequest(async ({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 100) || crypto.randomUUID();
       meta.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
+      // Before any route reads it, on every path (the MCP and OAuth routes read their own bodies).
+      const declared = request.headers.get("content-length");
+      if (declared !== null && Number(declared) > s.config.maxBodyBytes) throw new PayloadTooLargeError(s.config.maxBodyBytes);
+      await guard.check(request, pathOf(request.url));
     })
     .onError(({ code, error, request, path }) => {
-      let err = toAppError(code, error);
-      const url = new URL(request.url).pathname;
-      if (err instanceof NotFoundError && code === "NOT_FOUND") {
-        const allow = [...new Set(knownRoutes.filter((r) => patternMatches(r.path, url)).map((r) => r.method))];
-        if (allow.length) err = new MethodNotAllowedError(allow.includes("GET") && !allow.includes("HEAD") ? [...allow, "HEAD"] : allow);
+      let url: string | null = null;
+      try {
+        let err = toAppError(code, error);
+        url = pathOf(request.url);
+        if (err instanceof NotFoundError && code === "NOT_FOUND") {
+          const here = url;
+          const allow = [...new Set(knownRoutes.filter((r) => patternMatches(r.path, here)).map((r) => r.method))];
+          if (allow.length) err = new MethodNotAllowedError(allow.includes("GET") && !allow.includes("HEAD") ? [...allow, "HEAD"] : allow);
+        }
+        const m = meta.get(request);
+        if (m) m.status = err.status;
+        if (err.status >= 500) {
+          s.log.error("request failed", {
+            request_id: m?.id,
+            method: request.method,
+            path: url,
+            error: errorForLog(error),
+          });
+        }
+        return errorResponse(err, path ?? url, m ? { "x-request-id": m.id } : {});
+      } catch (failure) {
+        // The error handler itself must never be what fails a request.
+        s.log.error("error handler failed", { path: url, error: errorForLog(failure), original: errorForLog(error) });
+        return errorResponse(new InternalError(), url);
       }
-      const m = meta.get(request);
-      if (m) m.status = err.status;
-      if (err.status >= 500) {
-        s.log.error("request failed", {
-          request_id: m?.id,
-          method: request.method,
-          path: url,
-          error: errorForLog(error),
-        });
-      }
-      return errorResponse(err, path ?? url, m ? { "x-request-id": m.id } : {});
     })
     .onAfterResponse(({ request, set, responseValue }) => {
       const m = meta.get(request);
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       s.log.info("request", {
         request_id: m?.id,
         method: request.method,
@@ -120,6 +122,7 @@ export function createApp(s: Services) {
   app.get("/openapi.json", async () => withErrorResponses(await generatedDocument()), { detail: { hide: true } });
   for (const r of manifest) app.use(r.module(s, r.prefix));
   knownRoutes = app.routes.map((r) => ({ method: r.method, path: r.path }));
+  guard.declare(app.routes);
   return app;
 }
 

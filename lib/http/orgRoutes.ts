@@ -2,24 +2,42 @@ import { Elysia } from "elysia";
 import { authenticateOrg } from "../auth/guard.ts";
 import type { Services } from "../services.ts";
 import { RateLimiter } from "./rateLimit.ts";
+import { betaRequestBody } from "./jsonBody.ts";
+import { OrgGuard, REQUIRED_SCOPE, type RouteScope } from "./orgGuard.ts";
 
 /**
- * The base of every route module under /beta/v1/org/:org_id: an Elysia instance whose routes
- * all pass the org guard first (401/403; `derive` runs before body validation, so an anonymous caller never learns the schema) and receive the caller as `principal`. Handlers then
- * call `requireScope(principal, …)` for their scope.
+ * The base of every route module under /beta/v1/org/:org_id. Each route declares what it
+ * requires (`{ scope: "estimates:write" }`, `"admin"` or `"any"`); the app's OrgGuard checks it
+ * when the request arrives, before the body is read or validated, and the handlers receive the
+ * caller as `principal`.
  */
 export function orgRoutes(s: Services, prefix: string) {
-  const limiter = rateLimiterOf(s);
-  return new Elysia({ prefix, normalize: false }).derive(async ({ request, params }) => {
-    const principal = await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? ""));
-    limiter.check(principal.credentialId);
-    return { principal };
-  });
+  const guard = orgGuardOf(s);
+  return new Elysia({ prefix, normalize: false })
+    .macro({
+      // Published as the operation's `x-required-scope`, read from there by OrgGuard.declare
+      // and enforced before parsing. The body itself is read by the parse hook below (limits
+      // first); `json` here only tells the OpenAPI document the media type.
+      // (Cast: Elysia 1.4's macro typing accepts no hook object here although the runtime does.)
+      scope: (scope: RouteScope) => ({ parse: "json", detail: { [REQUIRED_SCOPE]: scope } }) as unknown as void,
+    })
+    .onParse(({ request, contentType }) => betaRequestBody(request, contentType, s.config.maxBodyBytes))
+    .derive(async ({ request, params }) => {
+      const principal = guard.principalOf(request);
+      if (principal) return { principal };
+      // Mounted without the app's guard (never in the service): authenticate here at least.
+      return { principal: await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? "")) };
+    });
 }
 
-/** One limiter per Services (per app), shared by every route module. */
+/** One limiter per Services (per app), shared by the Beta guard and /mcp. */
 export function rateLimiterOf(s: Services): RateLimiter {
   return ((s.extras.rateLimiter as RateLimiter | undefined) ??= new RateLimiter(s.config.apiRateLimitPerMinute));
+}
+
+/** One guard per Services (per app). */
+export function orgGuardOf(s: Services): OrgGuard {
+  return ((s.extras.orgGuard as OrgGuard | undefined) ??= new OrgGuard(s, rateLimiterOf(s)));
 }
 
 /** A route module: given the services and its URL prefix (from its folder), the routes. */

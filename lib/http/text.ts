@@ -175,3 +175,48 @@ export function TextEnum<const V extends readonly string[]>(values: V, opts: Sch
 export function NullableTextEnum<const V extends readonly string[]>(values: V, opts: SchemaOptions = {}): TUnsafe<V[number] | null> {
   return Type.Unsafe<V[number] | null>({ ...opts, type: ["string", "null"], enum: [...values, null], [Kind]: TEXT_ENUM_KIND });
 }
+
+/** TypeBox kind of the enum-set schemas built here. */
+export const TEXT_ENUM_SET_KIND = "TextEnumSet";
+
+interface TextEnumSetSchemaFields {
+  items: { enum: string[] };
+  minItems?: number;
+}
+
+/**
+ * Checked in one cheap pass: TypeBox's own `uniqueItems` hashes every element byte by byte
+ * (BigInt FNV) while it builds the error list, so a body of megabyte-long "scopes" held the
+ * event loop for hundreds of milliseconds.
+ */
+function enumSetProblem(schema: TextEnumSetSchemaFields, value: unknown): string | null {
+  if (value === undefined) return "is required";
+  if (!Array.isArray(value)) return "must be an array";
+  const allowed = schema.items.enum;
+  if (schema.minItems !== undefined && value.length < schema.minItems) return `must hold at least ${schema.minItems} value${schema.minItems === 1 ? "" : "s"}`;
+  if (value.length > allowed.length) return `must hold at most ${allowed.length} values (each one once)`;
+  const seen = new Set<string>();
+  for (const v of value) {
+    if (typeof v !== "string" || !allowed.includes(v)) return `must hold only ${allowed.map((a) => `\`${a}\``).join(", ")}`;
+    if (seen.has(v)) return `must not repeat \`${v}\``;
+    seen.add(v);
+  }
+  return null;
+}
+
+if (!TypeRegistry.Has(TEXT_ENUM_SET_KIND)) {
+  TypeRegistry.Set<TextEnumSetSchemaFields>(TEXT_ENUM_SET_KIND, (schema, value) => enumSetProblem(schema, value) === null);
+  const fallback = GetErrorFunction();
+  SetErrorFunction((param) => {
+    if ((param.schema as any)?.[Kind] === TEXT_ENUM_SET_KIND) return enumSetProblem(param.schema as unknown as TextEnumSetSchemaFields, param.value) ?? "is invalid";
+    return fallback(param);
+  });
+}
+
+/**
+ * A set of values from a fixed list, as a JSON array without repeats: published as
+ * `{ type: array, items: { type: string, enum }, minItems, maxItems, uniqueItems: true }`.
+ */
+export function TextEnumSet<const V extends readonly string[]>(values: V, opts: SchemaOptions & { minItems?: number } = {}): TUnsafe<V[number][]> {
+  return Type.Unsafe<V[number][]>({ ...opts, type: "array", items: { type: "string", enum: [...values] }, maxItems: values.length, uniqueItems: true, [Kind]: TEXT_ENUM_SET_KIND });
+}

@@ -2,7 +2,8 @@ import { BadRequestError, ValidationError, type FieldErrors } from "../errors.ts
 
 /** Converts a TypeBox/Elysia validation failure into field errors keyed by dotted path. */
 export function fieldErrorsOf(err: any): FieldErrors {
-  const out: FieldErrors = {};
+  // Field names come from the request: `constructor` or `__proto__` must be ordinary keys.
+  const out: FieldErrors = Object.create(null);
   let all: any[] = [];
   try {
     all = err.all ?? [];

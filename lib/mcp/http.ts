@@ -10,7 +10,8 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { presentedToken, resolvePrincipal } from "../auth/guard.ts";
 import type { Principal } from "../auth/principal.ts";
-import { AppError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
+import { AppError, BadRequestError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
+import { MAX_JSON_DEPTH, jsonNestingExceeds, readBodyBytes } from "../http/jsonBody.ts";
 import { errorResponse } from "../http/errorBody.ts";
 import { classifyError, errorForLog } from "../http/classifyError.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
@@ -130,10 +131,19 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
     // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE);
     // both answers are the ones the Streamable HTTP transport spec prescribes for that case.
     if (request.method !== "POST") throw new MethodNotAllowedError(["POST", "OPTIONS"]);
+    // Read within MAX_BODY_BYTES (a chunked body is cut off there) and the nesting limit before
+    // the SDK parses and validates it; the SDK still answers bad JSON-RPC in its own format.
+    const body = await readBodyBytes(request, s.config.maxBodyBytes);
+    if (jsonNestingExceeds(new TextDecoder().decode(body), MAX_JSON_DEPTH)) {
+      throw new BadRequestError(`The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`, {}, "invalid_request");
+    }
     const server = createMcpServer(s, principal);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: s.config.maxBodyBytes });
     await server.connect(transport);
-    const res = await transport.handleRequest(request);
+    const headers = new Headers(request.headers);
+    headers.delete("transfer-encoding");
+    headers.set("content-length", String(body.byteLength));
+    const res = await transport.handleRequest(new Request(request.url, { method: request.method, headers, body }));
     // JSON responses are complete once returned; release the per-request server.
     if (!res.headers.get("content-type")?.includes("text/event-stream")) void server.close().catch(() => {});
     return withHeaders(res, cors);

@@ -13,24 +13,34 @@ const MAX_URI_LENGTH = 2000;
 const MAX_NAME_CODE_POINTS = 200;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
+// Whitespace and C0/C1 control characters: the URL parser silently drops or encodes them.
+const WHITESPACE_OR_CONTROL = /[\s\u0000-\u001f\u007f-\u009f]/u;
+
 /**
- * Why a redirect URI is refused, or null when acceptable: https anywhere, or http on a loopback
- * host only (native apps, RFC 8252 §7.3); no fragment, no credentials, absolute.
+ * Why a redirect URI is refused, or null when acceptable. The authorization request compares
+ * redirect URIs as exact strings, so a registered URI must already be in the form every parser
+ * reads the same way: the WHATWG URL serialization (`new URL(uri).href`) of an absolute URL
+ * with a host, https anywhere or http on a loopback host only (native apps, RFC 8252 §7.3);
+ * no credentials, no fragment, no wildcard (`*`), no whitespace or control character.
  */
 export function redirectUriProblem(uri: unknown): string | null {
   if (typeof uri !== "string" || uri.length === 0) return "must be a non-empty string";
   if (uri.length > MAX_URI_LENGTH) return `must be at most ${MAX_URI_LENGTH} characters`;
+  if (WHITESPACE_OR_CONTROL.test(uri)) return "must not contain whitespace or control characters";
+  if (uri.includes("*")) return "must not contain wildcards (*): register each URI exactly";
+  if (uri.includes("#")) return "must not contain a fragment";
   let u: URL;
   try {
     u = new URL(uri);
   } catch {
     return "must be an absolute URI";
   }
-  if (uri.includes("#")) return "must not contain a fragment";
+  if (u.protocol !== "https:" && u.protocol !== "http:") return "must use https (or http on a loopback host)";
+  if (!u.hostname) return "must name a host";
   if (u.username || u.password) return "must not contain credentials";
-  if (u.protocol === "https:") return null;
-  if (u.protocol === "http:") return LOOPBACK_HOSTS.has(u.hostname) ? null : "http is only allowed for loopback hosts (127.0.0.1, localhost, [::1]); use https";
-  return "must use https (or http on a loopback host)";
+  if (u.href !== uri) return `must be written in canonical form: ${JSON.stringify(u.href.slice(0, 200))}`;
+  if (u.protocol === "http:" && !LOOPBACK_HOSTS.has(u.hostname)) return "http is only allowed for loopback hosts (127.0.0.1, localhost, [::1]); use https";
+  return null;
 }
 
 export interface RegistrationResponse {

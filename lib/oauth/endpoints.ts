@@ -5,6 +5,7 @@ import { SCOPES } from "../auth/scopes.ts";
 import { findClient, registerClient } from "./clients.ts";
 import { OAuthError, oauthEndpoint, oauthJson } from "./errors.ts";
 import { exchangeAuthorizationCode, refreshTokens, revokeToken } from "./grants.ts";
+import { readBodyTextWithin } from "../http/jsonBody.ts";
 
 /** RFC 8414 authorization server metadata. */
 export function authorizationServerMetadata(config: Config) {
@@ -33,8 +34,8 @@ const MAX_BODY = 64 * 1024;
 async function readOAuthForm(request: Request): Promise<Map<string, string>> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) throw new OAuthError("invalid_request", "Send the parameters as application/x-www-form-urlencoded.");
-  const text = await request.text();
-  if (text.length > MAX_BODY) throw new OAuthError("invalid_request", "The request body is too large.");
+  const text = await readBodyTextWithin(request, MAX_BODY);
+  if (text === null) throw new OAuthError("invalid_request", "The request body is too large.");
   const out = new Map<string, string>();
   for (const [k, v] of new URLSearchParams(text)) {
     if (out.has(k)) throw new OAuthError("invalid_request", `Parameter ${k} is repeated.`);
@@ -100,8 +101,8 @@ export function registrationEndpoint(s: Services, request: Request): Promise<Res
   return oauthEndpoint(async () => {
     const type = request.headers.get("content-type") ?? "";
     if (!/^application\/json\b/i.test(type)) throw new OAuthError("invalid_client_metadata", "Send the client metadata as application/json.");
-    const text = await request.text();
-    if (text.length > MAX_BODY) throw new OAuthError("invalid_client_metadata", "The client metadata is too large.");
+    const text = await readBodyTextWithin(request, MAX_BODY);
+    if (text === null) throw new OAuthError("invalid_client_metadata", "The client metadata is too large.");
     let meta: unknown;
     try {
       meta = JSON.parse(text);

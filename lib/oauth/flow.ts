@@ -18,6 +18,7 @@ import {
   type AuthorizationRequest,
 } from "./authorizeRequest.ts";
 import { issueAuthorizationCode } from "./grants.ts";
+import { readBodyTextWithin } from "../http/jsonBody.ts";
 import { consentPage, errorPage, loginPage, signOutFormPage, signedOutPage, type ConsentOrg } from "./pages.ts";
 import {
   clearedSessionCookie,
@@ -147,8 +148,8 @@ export async function authorizeGet(s: Services, r: BrowserRequest): Promise<Resp
 async function readForm(request: Request): Promise<URLSearchParams | null> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) return null;
-  const text = await request.text();
-  if (text.length > 64 * 1024) return null;
+  const text = await readBodyTextWithin(request, 64 * 1024);
+  if (text === null) return null;
   return new URLSearchParams(text);
 }
 

@@ -10,6 +10,9 @@ import { BadRequestError, NotFoundError } from "../errors.ts";
 import { monthStart, queryRows, type Provider } from "../billing/sql.ts";
 import { REPORTS, descriptorOf, findReport, type ReportDefinition } from "./catalog.ts";
 import { listBillingPeriods } from "./periods.ts";
+import { ClientGoneError, DownloadIdleError, DownloadsBusyError, downloadLimits, downloadSlots } from "./downloads.ts";
+import type { Services } from "../services.ts";
+import { textProblem } from "../http/text.ts";
 
 export type ReportRow = Record<string, string | number | boolean | null>;
 
@@ -78,8 +81,8 @@ export function parseReportQuery(def: ReportDefinition, query: Record<string, un
       out.format = v;
     } else {
       const p = def.params.find((x) => x.name === k)!;
-      if (v === "") bad(k, "must not be empty");
-      if (v.length > 512) bad(k, "is too long");
+      const problem = textProblem(v, { minLength: 1, maxLength: 512 });
+      if (problem) bad(k, problem);
       if (p.enum && !p.enum.includes(v)) bad(k, `must be one of ${p.enum.join(", ")}`);
       if (p.format === "uuid" && !UUID.test(v)) bad(k, "must be a UUID");
       if (k === "provider") out.provider = v as Provider;
@@ -265,32 +268,72 @@ export function csvChunk(def: ReportDefinition, rows: Record<string, unknown>[],
   return out;
 }
 
+/** How a streamed body ended: every byte produced, the client went away, the idle timeout cut it, or the producer failed. */
+export type StreamOutcome = "complete" | "cancelled" | "idle" | "failed";
+
+export interface ProducerStreamOptions {
+  /**
+   * Abort when the client has not pulled for this long while the producer waits for backpressure
+   * (0 or absent = wait forever): `push` throws DownloadIdleError (so the producer's cursor and
+   * its connection are released) and the body ends with an error (a truncated transfer).
+   */
+  idleTimeoutMs?: number;
+  /** Called once, after the producer has settled (its database work is over). */
+  onSettled?: (outcome: StreamOutcome, bytes: number) => void;
+}
+
+/** Bytes a report stream queues ahead of its client (beyond what the socket buffers hold). */
+const STREAM_QUEUE_BYTES = 1 << 20;
+
 /** Pull-driven byte stream fed by an async producer (backpressure: the producer waits when the queue is full). */
-export function producerStream(produce: (push: (chunk: string) => Promise<void>) => Promise<void>, onError: (e: unknown) => void): ReadableStream<Uint8Array> {
+export function producerStream(
+  produce: (push: (chunk: string) => Promise<void>) => Promise<void>,
+  onError: (e: unknown) => void,
+  opts: ProducerStreamOptions = {},
+): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();
+  const idleMs = opts.idleTimeoutMs ?? 0;
   let wake: (() => void) | null = null;
   let cancelled = false;
+  let bytes = 0;
+  /** Resolves true on the next pull (or cancel), false when the idle timeout passes first. */
+  const nextPull = () =>
+    new Promise<boolean>((resolve) => {
+      const timer = idleMs > 0 ? setTimeout(() => ((wake = null), resolve(false)), idleMs) : undefined;
+      wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
         const push = async (chunk: string) => {
-          if (cancelled) throw new Error("client went away");
+          if (cancelled) throw new ClientGoneError();
           if (!chunk) return;
-          controller.enqueue(enc.encode(chunk));
-          while (!cancelled && (controller.desiredSize ?? 1) <= 0) await new Promise<void>((r) => (wake = r));
-          if (cancelled) throw new Error("client went away");
+          const data = enc.encode(chunk);
+          controller.enqueue(data);
+          bytes += data.length;
+          while (!cancelled && (controller.desiredSize ?? 1) <= 0) {
+            if (!(await nextPull())) throw new DownloadIdleError(idleMs);
+          }
+          if (cancelled) throw new ClientGoneError();
         };
+        const settle = (outcome: StreamOutcome) => opts.onSettled?.(outcome, bytes);
         // Deferred so the Response is returned before the cursor opens.
         queueMicrotask(() => {
           produce(push).then(
             () => {
               if (!cancelled) controller.close();
+              settle(cancelled ? "cancelled" : "complete");
             },
             (e) => {
-              if (!cancelled) {
-                onError(e);
-                controller.error(e);
-              }
+              if (cancelled) return settle("cancelled");
+              // Erroring the stream makes the server end the response without its terminating
+              // chunk: the client sees a failed transfer, never a complete-looking body.
+              if (!(e instanceof DownloadIdleError)) onError(e);
+              controller.error(e);
+              settle(e instanceof DownloadIdleError ? "idle" : "failed");
             },
           );
         });
@@ -307,44 +350,81 @@ export function producerStream(produce: (push: (chunk: string) => Promise<void>)
         w?.();
       },
     },
-    { highWaterMark: 8 },
+    // Counted in bytes, not chunks: a batch of wide rows is most of a megabyte, so eight queued
+    // batches would hold several MB per download whose client is slow.
+    { highWaterMark: STREAM_QUEUE_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
   );
 }
 
 /** The HTTP answer of a report fetch: JSON `{report_type, year, month, period_status, rows}` or a CSV download, both streamed. */
-export function reportResponse(r: OpenedReport, headers: Record<string, string>, onError: (e: unknown) => void): Response {
+export function reportResponse(r: OpenedReport, headers: Record<string, string>, onError: (e: unknown) => void, opts: ProducerStreamOptions = {}): Response {
   const def = r.def;
   if (r.format === "csv") {
     let first = true;
     let rowsSinceHint = 0;
-    const body = producerStream(async (push) => {
-      await r.forEachRawBatch(async (rows) => {
-        await push(csvChunk(def, rows, first));
-        first = false;
-        // Keeps peak memory flat on million-row exports: collect every ~100k rows rather than
-        // letting the heap grow with the garbage of every batch.
-        if ((rowsSinceHint += rows.length) >= 100_000) {
-          rowsSinceHint = 0;
-          collectGarbageHint();
-        }
-      });
-      if (first) await push(csvChunk(def, [], true));
-    }, onError);
+    const body = producerStream(
+      async (push) => {
+        await r.forEachRawBatch(async (rows) => {
+          await push(csvChunk(def, rows, first));
+          first = false;
+          // Keeps peak memory flat on million-row exports: collect every ~100k rows rather than
+          // letting the heap grow with the garbage of every batch.
+          if ((rowsSinceHint += rows.length) >= 100_000) {
+            rowsSinceHint = 0;
+            collectGarbageHint();
+          }
+        });
+        if (first) await push(csvChunk(def, [], true));
+      },
+      onError,
+      opts,
+    );
     const name = `${def.report_type}-${r.year}-${String(r.month).padStart(2, "0")}.csv`;
     return new Response(body, {
       status: 200,
       headers: { ...headers, "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${name}"`, "x-period-status": r.periodStatus },
     });
   }
-  const body = producerStream(async (push) => {
-    await push(`{"report_type":${JSON.stringify(def.report_type)},"year":${r.year},"month":${r.month},"period_status":${JSON.stringify(r.periodStatus)},"rows":[`);
-    let first = true;
-    await r.forEachBatch(async (rows) => {
-      if (!rows.length) return;
-      await push((first ? "" : ",") + rows.map((x) => JSON.stringify(x)).join(","));
-      first = false;
-    });
-    await push("]}");
-  }, onError);
+  const body = producerStream(
+    async (push) => {
+      await push(`{"report_type":${JSON.stringify(def.report_type)},"year":${r.year},"month":${r.month},"period_status":${JSON.stringify(r.periodStatus)},"rows":[`);
+      let first = true;
+      await r.forEachBatch(async (rows) => {
+        if (!rows.length) return;
+        await push((first ? "" : ",") + rows.map((x) => JSON.stringify(x)).join(","));
+        first = false;
+      });
+      await push("]}");
+    },
+    onError,
+    opts,
+  );
   return new Response(body, { status: 200, headers: { ...headers, "content-type": "application/json; charset=utf-8", "x-period-status": r.periodStatus } });
+}
+
+/**
+ * A report fetch as served by the API: takes one of the process's download slots (waiting up to
+ * the queue timeout, then 503 + Retry-After before any body byte), streams with the idle timeout,
+ * and gives the slot back once the producer has settled (complete, failed, cancelled by the
+ * client or aborted as idle). Failures are logged once, aborts once as a warning; never the rows.
+ */
+export async function reportDownload(s: Pick<Services, "handle" | "config" | "log">, orgId: string, r: OpenedReport): Promise<Response> {
+  const limits = downloadLimits(s.config, s.handle);
+  const fields = { report_type: r.def.report_type, org_id: orgId, format: r.format };
+  const release = await downloadSlots(s.handle).acquire(limits.concurrency, limits.queueTimeoutMs);
+  // The app's error handler logs the 503 (with the path, which names the org and the report).
+  if (!release) throw new DownloadsBusyError(5);
+  try {
+    return reportResponse(r, {}, (e) => s.log.error("report stream failed", { ...fields, error: e instanceof Error ? e.message : String(e) }), {
+      idleTimeoutMs: limits.idleTimeoutMs,
+      onSettled: (outcome, bytes) => {
+        release();
+        if (outcome === "idle") s.log.warn("report download aborted: the client stopped reading", { ...fields, idle_timeout_seconds: limits.idleTimeoutMs / 1000, bytes_produced: bytes });
+        else if (outcome === "cancelled") s.log.info("report download cancelled by the client", { ...fields, bytes_produced: bytes });
+      },
+    });
+  } catch (e) {
+    release();
+    throw e;
+  }
 }

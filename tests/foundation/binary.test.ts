@@ -4,10 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { freePort, startProcess, waitFor } from "../helpers/process.ts";
+import { SCALAR_VERSION } from "../../lib/http/docs.ts";
 
 const root = join(import.meta.dir, "../..");
 
-test("the compiled binary serves /readyz from a directory with no node_modules", async () => {
+test("the compiled binary serves /readyz and the embedded /docs script from a directory with no node_modules", async () => {
   const build = mkdtempSync(join(tmpdir(), "commitops-build-"));
   const outfile = join(build, "commitops");
   const r = spawnSync(process.execPath, [join(root, "scripts/build.ts")], { cwd: root, env: { ...process.env, OUTFILE: outfile }, encoding: "utf8" });
@@ -21,6 +22,12 @@ test("the compiled binary serves /readyz from a directory with no node_modules",
     const res = await waitFor(`http://127.0.0.1:${port}/readyz`, 200, 90_000);
     expect((await res.json()).database).toBe("pglite");
     expect(p.output()).toContain("Demo org:");
+    const script = await fetch(`http://127.0.0.1:${port}/docs/scalar.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toContain("application/javascript");
+    const js = await script.text();
+    expect(js.length).toBeGreaterThan(1_000_000);
+    expect(js).toContain(`@scalar/api-reference@${SCALAR_VERSION}`);
     expect(existsSync(join(run, "node_modules"))).toBe(false);
   } finally {
     await p.stop();

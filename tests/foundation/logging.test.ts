@@ -18,7 +18,7 @@ test("one JSON log line per request with request id, org id, the real status and
   const key = (await createApiKey(s.db, { orgId: org.id })).key;
   const ok = await app.handle(new Request(`http://localhost/beta/v1/org/${org.id}`, { headers: { authorization: `Bearer ${key}`, "x-request-id": "req-123" } }));
   expect(ok.headers.get("x-request-id")).toBe("req-123");
-  await app.handle(new Request(`http://localhost/beta/v1/org/${org.id}`, { method: "PUT" }));
+  await app.handle(new Request(`http://localhost/beta/v1/org/${org.id}`, { method: "PUT", headers: { authorization: `Bearer ${key}` } }));
   await app.handle(new Request(`http://localhost/beta/v1/org/${org.id}`, { headers: { authorization: "Bearer co_wrong" } }));
   await app.handle(new Request(`http://localhost/mcp`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } }));
   await new Promise((r) => setTimeout(r, 50));

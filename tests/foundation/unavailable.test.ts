@@ -1,6 +1,6 @@
 import { expect, test, describe } from "bun:test";
-import { createServer, type Socket } from "node:net";
 import { createTestDatabase } from "../helpers/db.ts";
+import { startTcpProxy } from "../helpers/tcpProxy.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
@@ -36,30 +36,18 @@ describe("database down → 503", () => {
     const db = await createTestDatabase("postgres");
     const target = new URL(db.url!);
     // A TCP proxy in front of the server that we can cut, as a server crash would.
-    const sockets = new Set<Socket>();
-    const proxy = createServer((client) => {
-      const { connect } = require("node:net");
-      const upstream: Socket = connect(Number(target.port || 5432), target.hostname);
-      sockets.add(client).add(upstream);
-      client.pipe(upstream).pipe(client);
-      client.on("error", () => upstream.destroy());
-      upstream.on("error", () => client.destroy());
-    });
-    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
-    const port = (proxy.address() as any).port;
-    const viaProxy = new URL(db.url!);
-    viaProxy.host = `127.0.0.1:${port}`;
-    const handle = await openDb({ url: viaProxy.toString(), migrate: false });
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    const handle = await openDb({ url: proxy.urlFor(db.url!), migrate: false, log: createLogger("silent") });
     const s = createServices(handle, config, createLogger("silent"));
     const app = createApp(s);
     const org = await createOrganization(s.db, { name: "x" });
     const key = (await createApiKey(s.db, { orgId: org.id })).key;
     expect((await app.handle(new Request("http://localhost/readyz"))).status).toBe(200);
-    proxy.close();
-    for (const so of sockets) so.destroy();
+    await proxy.cut();
     await expect503(app, "/readyz");
     await expect503(app, `/beta/v1/org/${org.id}`, key);
     await handle.close().catch(() => {});
+    await proxy.close();
     await db.drop();
   });
 });

@@ -44,7 +44,9 @@ export const apiKeys = pgTable(
     /** SHA-256 of the whole key; keys are 256-bit random so a slow hash adds nothing. */
     keyHash: text("key_hash").notNull(),
     scopes: text("scopes").array().notNull(),
-    createdBy: uuid("created_by").references(() => users.id, { onDelete: "set null" }),
+    /** The user whose current role bounds the key (null: made by the CLI); deleting the user deletes
+     * the key, since a key whose creator became null would hold its scopes unbounded. */
+    createdBy: uuid("created_by").references(() => users.id, { onDelete: "cascade" }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),

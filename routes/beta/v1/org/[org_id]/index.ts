@@ -12,6 +12,7 @@ const Organization = t.Object({
 /** The caller's organization: any valid credential of the org may read it. */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get("", async ({ principal }) => getOrganization(s.db, principal.orgId), {
+    scope: "any",
     response: { 200: Organization },
     detail: { tags: ["Organization"], summary: "The organization of the path", security: [{ bearer: [] }] },
   }),

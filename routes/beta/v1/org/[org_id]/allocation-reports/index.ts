@@ -1,7 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { requireScope } from "../../../../../../lib/auth/guard.ts";
-import { listReportDescriptors, openReport, parseReportQuery, reportPeriods, reportResponse, resolveReport } from "../../../../../../lib/reports/service.ts";
+import { listReportDescriptors, openReport, parseReportQuery, reportDownload, reportPeriods, resolveReport } from "../../../../../../lib/reports/service.ts";
 
 const tags = ["Allocation reports"];
 const security = [{ bearer: [] }];
@@ -26,21 +25,18 @@ export default defineRoutes((s, prefix) =>
     .get(
       "",
       async ({ principal }) => {
-        requireScope(principal, "reports:read");
         return listReportDescriptors(s.db, principal.orgId);
       },
-      { detail: { tags, security, summary: "The allocation reports available to this organization" } },
+      { scope: "reports:read", detail: { tags, security, summary: "The allocation reports available to this organization" } },
     )
     .get(
       "/:report_type",
       async ({ principal, params, query }) => {
-        requireScope(principal, "reports:read");
         const opened = await openReport(s.handle, principal.orgId, params.report_type, query as Record<string, unknown>, s.now());
-        return reportResponse(opened, {}, (e) =>
-          s.log.error("report stream failed", { report_type: params.report_type, org_id: principal.orgId, error: e instanceof Error ? e.message : String(e) }),
-        );
+        return reportDownload(s, principal.orgId, opened);
       },
       {
+        scope: "reports:read",
         params: TypeParams,
         query: ReportQuery,
         detail: { tags, security, summary: "Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)" },
@@ -49,11 +45,10 @@ export default defineRoutes((s, prefix) =>
     .get(
       "/:report_type/periods",
       async ({ principal, params, query }) => {
-        requireScope(principal, "reports:read");
         const def = await resolveReport(s.db, principal.orgId, params.report_type);
         const q = parseReportQuery(def, query as Record<string, unknown>, false);
         return reportPeriods(s.db, principal.orgId, def, q.provider, s.now());
       },
-      { params: TypeParams, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
+      { scope: "reports:read", params: TypeParams, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
     ),
 );

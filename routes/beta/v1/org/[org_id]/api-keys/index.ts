@@ -8,11 +8,13 @@ const tags = ["API keys"];
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get("", ({ principal, query }) => listOrgApiKeys(s.db, principal, query.include_revoked ?? false), {
+      scope: "admin",
       query: ListQuery,
       response: { 200: t.Array(ApiKeyView) },
       detail: { tags, summary: "List the organization's API keys (never the secrets)" },
     })
     .post("", ({ principal, body }) => createOrgApiKey(s.db, principal, body), {
+      scope: "admin",
       body: CreateApiKeyBody,
       response: { 200: CreatedApiKeyView },
       detail: { tags, summary: "Create an API key; the secret is shown once" },
@@ -24,6 +26,7 @@ export default defineRoutes((s, prefix) =>
         set.status = 204;
       },
       {
+        scope: "admin",
         params: t.Object({ org_id: t.String(), key_id: t.String({ format: "uuid" }) }),
         detail: { tags, summary: "Revoke an API key" },
       },

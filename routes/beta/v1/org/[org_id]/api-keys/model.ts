@@ -1,13 +1,11 @@
 import { t } from "elysia";
 import { SCOPES } from "../../../../../../lib/auth/scopes.ts";
-import { Text } from "../../../../../../lib/http/text.ts";
-
-export const ScopeEnum = t.Union(SCOPES.map((s) => t.Literal(s)));
+import { Text, TextEnumSet } from "../../../../../../lib/http/text.ts";
 
 export const CreateApiKeyBody = t.Object(
   {
     name: Text({ minLength: 1, maxLength: 100, description: "What the key is for" }),
-    scopes: t.Optional(t.Array(ScopeEnum, { minItems: 1, uniqueItems: true, description: "Defaults to the caller's scopes" })),
+    scopes: t.Optional(TextEnumSet(SCOPES, { minItems: 1, description: "Defaults to the caller's scopes" })),
   },
   { additionalProperties: false },
 );

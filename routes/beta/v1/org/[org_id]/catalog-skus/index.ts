@@ -1,6 +1,5 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { requireScope } from "../../../../../../lib/auth/guard.ts";
 import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
 import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
 import { Text } from "../../../../../../lib/http/text.ts";
@@ -20,7 +19,6 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get(
     "",
     async ({ principal, query, set }) => {
-      requireScope(principal, "estimates:read");
       await ensurePublicCatalogOnce(s.db);
       const page = await searchCatalogSkus(s.db, principal.orgId, {
         provider: query.provider,
@@ -34,6 +32,6 @@ export default defineRoutes((s, prefix) =>
       set.headers["x-pagination"] = JSON.stringify({ page: page.page, page_size: page.pageSize, total_count: page.totalCount, total_pages: page.totalPages });
       return page.items;
     },
-    { query: SearchQuery, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
+    { scope: "estimates:read", query: SearchQuery, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
   ),
 );

@@ -59,7 +59,7 @@ export const AutoPurchaseBody = t.Object(
     start_date: t.Optional(DateString()),
     end_date: t.Optional(t.Union([DateString(), t.Null()])),
     next_execution_date: t.Optional(t.Union([DateString(), t.Null()], { description: "Read-only; ignored" })),
-    last_executed_at: t.Optional(t.Union([t.String(), t.Null()], { description: "Read-only; ignored" })),
+    last_executed_at: t.Optional(t.Union([t.String({ maxLength: 64 }), t.Null()], { description: "Read-only; ignored" })),
   },
   { additionalProperties: false },
 );

@@ -1,6 +1,5 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { requireScope } from "../../../../../../lib/auth/guard.ts";
 import { createEstimate, deleteEstimate, getEstimate, listEstimates, patchEstimate } from "../../../../../../lib/estimates/service.ts";
 import { CreateEstimateBody, EstimateQuery, ListQuery, PatchEstimateBody } from "./model.ts";
 
@@ -14,47 +13,42 @@ export default defineRoutes((s, prefix) =>
     .get(
       "",
       async ({ principal, query }) => {
-        requireScope(principal, "estimates:read");
         return listEstimates(s.db, principal.orgId, query.provider);
       },
-      { query: ListQuery, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
+      { scope: "estimates:read", query: ListQuery, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
     )
     .post(
       "",
       async ({ principal, body }) => {
-        requireScope(principal, "estimates:write");
         return createEstimate(s.db, principal.orgId, body);
       },
-      { body: CreateEstimateBody, detail: { tags, security, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
+      { scope: "estimates:write", body: CreateEstimateBody, detail: { tags, security, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
     )
     .get(
       "/:estimate_id",
       async ({ principal, params, query }) => {
-        requireScope(principal, "estimates:read");
         return getEstimate(s.db, principal.orgId, params.estimate_id, {
           includePricing: query.include_pricing ?? true,
           includeOptions: query.include_options ?? false,
           onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false,
         });
       },
-      { params: IdParams, query: EstimateQuery, detail: { tags, security, summary: "A cost estimate, priced live" } },
+      { scope: "estimates:read", params: IdParams, query: EstimateQuery, detail: { tags, security, summary: "A cost estimate, priced live" } },
     )
     .patch(
       "/:estimate_id",
       async ({ principal, params, body }) => {
-        requireScope(principal, "estimates:write");
         return patchEstimate(s.db, principal.orgId, params.estimate_id, body);
       },
-      { params: IdParams, body: PatchEstimateBody, detail: { tags, security, summary: "Rename or re-describe a cost estimate" } },
+      { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, detail: { tags, security, summary: "Rename or re-describe a cost estimate" } },
     )
     .delete(
       "/:estimate_id",
       async ({ principal, params, set }) => {
-        requireScope(principal, "estimates:write");
         await deleteEstimate(s.db, principal.orgId, params.estimate_id, s.now());
         set.status = 204;
         return null;
       },
-      { params: IdParams, detail: { tags, security, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
+      { scope: "estimates:write", params: IdParams, detail: { tags, security, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
     ),
 );

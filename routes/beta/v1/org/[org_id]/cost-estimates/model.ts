@@ -8,7 +8,7 @@ export const Quantity = t.Number({ minimum: 0, maximum: 1e12 });
 export const Label = NullableText({ maxLength: 255 });
 export const Name = Text({ minLength: 1, maxLength: 255 });
 /** No length limit in the spec; still must be storable text (no NUL, no lone surrogate). */
-export const Description = NullableText({});
+export const Description = NullableText({ maxLength: 4000 });
 const Short = () => Text({ minLength: 1, maxLength: 100 });
 
 /** The six identifying fields of a CommitmentOption (rule 10); other fields of a copied entry are ignored. */

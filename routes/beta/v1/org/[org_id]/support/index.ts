@@ -1,6 +1,5 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { requireScope } from "../../../../../../lib/auth/guard.ts";
 import { NotFoundError } from "../../../../../../lib/errors.ts";
 import { fileSupportTicket, getSupportTicket } from "../../../../../../lib/support/tickets.ts";
 import { BugReportBody, FeatureRequestBody, SupportTicket, SupportTicketResult } from "./model.ts";
@@ -13,10 +12,10 @@ export default defineRoutes((s, prefix) =>
     .post(
       "/bug-reports",
       ({ principal, body }) => {
-        requireScope(principal, "support:write");
         return fileSupportTicket(s, principal, { kind: "bug", input: body });
       },
       {
+        scope: "support:write",
         body: BugReportBody,
         response: { 200: SupportTicketResult },
         detail: {
@@ -31,10 +30,10 @@ export default defineRoutes((s, prefix) =>
     .post(
       "/feature-requests",
       ({ principal, body }) => {
-        requireScope(principal, "support:write");
         return fileSupportTicket(s, principal, { kind: "feature", input: body });
       },
       {
+        scope: "support:write",
         body: FeatureRequestBody,
         response: { 200: SupportTicketResult },
         detail: {
@@ -48,12 +47,12 @@ export default defineRoutes((s, prefix) =>
     .get(
       "/tickets/:ticket_key",
       async ({ principal, params }) => {
-        requireScope(principal, "support:write");
         const ticket = await getSupportTicket(s.db, params.ticket_key, principal.orgId);
         if (!ticket) throw new NotFoundError("No such support ticket in this organization.");
         return ticket;
       },
       {
+        scope: "support:write",
         params: t.Object({ org_id: t.String(), ticket_key: t.String({ maxLength: 40 }) }),
         response: { 200: SupportTicket },
         detail: { tags, security, summary: "Read back a ticket this organization filed (its `ticket_url`)" },

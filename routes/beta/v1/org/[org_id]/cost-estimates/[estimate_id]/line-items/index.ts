@@ -1,6 +1,5 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../../../lib/http/orgRoutes.ts";
-import { requireScope } from "../../../../../../../../lib/auth/guard.ts";
 import { addLines, deleteLine, getLine, patchLine } from "../../../../../../../../lib/estimates/service.ts";
 import { AddLinesBody, LineQuery, PatchLineBody } from "../../model.ts";
 
@@ -15,37 +14,33 @@ export default defineRoutes((s, prefix) =>
     .post(
       "",
       async ({ principal, params, body }) => {
-        requireScope(principal, "estimates:write");
         return addLines(s.db, principal.orgId, params.estimate_id, body.line_items);
       },
-      { params: EstimateParams, body: AddLinesBody, detail: { tags, security, summary: "Add line items; returns the estimate" } },
+      { scope: "estimates:write", params: EstimateParams, body: AddLinesBody, detail: { tags, security, summary: "Add line items; returns the estimate" } },
     )
     .get(
       "/:line_item_id",
       async ({ principal, params, query }) => {
-        requireScope(principal, "estimates:read");
         return getLine(s.db, principal.orgId, params.estimate_id, params.line_item_id, {
           onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false,
         });
       },
-      { params: LineParams, query: LineQuery, detail: { tags, security, summary: "One line item with its full commitment options grid" } },
+      { scope: "estimates:read", params: LineParams, query: LineQuery, detail: { tags, security, summary: "One line item with its full commitment options grid" } },
     )
     .patch(
       "/:line_item_id",
       async ({ principal, params, body }) => {
-        requireScope(principal, "estimates:write");
         return patchLine(s.db, principal.orgId, params.estimate_id, params.line_item_id, body);
       },
-      { params: LineParams, body: PatchLineBody, detail: { tags, security, summary: "Update a line item (merge semantics)" } },
+      { scope: "estimates:write", params: LineParams, body: PatchLineBody, detail: { tags, security, summary: "Update a line item (merge semantics)" } },
     )
     .delete(
       "/:line_item_id",
       async ({ principal, params, set }) => {
-        requireScope(principal, "estimates:write");
         await deleteLine(s.db, principal.orgId, params.estimate_id, params.line_item_id);
         set.status = 204;
         return null;
       },
-      { params: LineParams, detail: { tags, security, summary: "Remove a line item" } },
+      { scope: "estimates:write", params: LineParams, detail: { tags, security, summary: "Remove a line item" } },
     ),
 );

@@ -1,0 +1,142 @@
+/**
+ * `/docs`: the API reference (Scalar) rendering `/openapi.json`. The Scalar script is a pinned
+ * npm copy served by this app (`/docs/scalar.js`), never a CDN: the page works offline and no
+ * third party can change the script the page runs.
+ */
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import { createRequire } from "node:module";
+import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { Services } from "../services.ts";
+import { InternalError } from "../errors.ts";
+import { errorForLog } from "./classifyError.ts";
+import { errorResponse } from "./errorBody.ts";
+import { escapeHtml } from "../oauth/pages.ts";
+
+/** The exact version package.json pins for @scalar/api-reference (a test keeps them equal). */
+export const SCALAR_VERSION = "1.72.1";
+export const SCALAR_SCRIPT_PATH = "/docs/scalar.js";
+const DOCS_PATH = "/docs";
+
+const DOCUMENT_INFO = {
+  title: "commitops Beta API",
+  version: "1.0.0",
+  description: "Cloud commitment optimization: allocation reports, commitment plan templates, cost estimates, support and the assistant (MCP) server.",
+};
+
+/** Scalar's self-contained browser bundle, from node_modules (the compiled binary injects its embedded copy). */
+async function readScalarFromNodeModules(): Promise<Uint8Array<ArrayBuffer>> {
+  const packageMain = createRequire(import.meta.url).resolve("@scalar/api-reference");
+  return readFile(join(dirname(packageMain), "browser", "standalone.js"));
+}
+
+let loadScalarScript: () => Promise<Uint8Array<ArrayBuffer>> = readScalarFromNodeModules;
+let scalarScript: Promise<Uint8Array<ArrayBuffer>> | undefined;
+
+/** The compiled binary has no node_modules: its entry hands over the embedded Scalar bundle here. */
+export function setScalarScript(loader: () => Promise<Uint8Array<ArrayBuffer>>) {
+  loadScalarScript = loader;
+  scalarScript = undefined;
+}
+
+function cachedScalarScript(): Promise<Uint8Array<ArrayBuffer>> {
+  scalarScript ??= loadScalarScript().catch((e) => {
+    scalarScript = undefined; // a later request tries again
+    throw e;
+  });
+  return scalarScript;
+}
+
+// The versioned URL may be cached for good: a new pin changes the page's `?v=`.
+const SCRIPT_HEADERS: Record<string, string> = {
+  "content-type": "application/javascript; charset=utf-8",
+  "cache-control": "public, max-age=31536000, immutable",
+  "x-content-type-options": "nosniff",
+};
+
+/**
+ * Scripts only from this origin: the page has no executable inline script (the configuration is
+ * a JSON data block). Styles need 'unsafe-inline': Scalar adds several `<style>` elements (one
+ * with theme-dependent content) and `style` attributes, most without a nonce. Nothing else
+ * leaves the origin (`withDefaultFonts: false`); "try it" requests go to this service's public
+ * URL, which may differ from the host the page was opened on.
+ */
+function pageHeaders(publicOrigin: string): Record<string, string> {
+  return {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self' 'unsafe-inline'",
+      "img-src 'self' data:",
+      "font-src 'self' data:",
+      `connect-src 'self' ${publicOrigin}`,
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+      "form-action 'none'",
+    ].join("; "),
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+}
+
+// Scalar's hosted extras (AI agent, MCP generator, developer toolbar) would call scalar.com.
+const SCALAR_CONFIGURATION = {
+  url: "/openapi.json",
+  withDefaultFonts: false,
+  showDeveloperTools: "never",
+  agent: { disabled: true },
+  mcp: { disabled: true },
+};
+
+const DOCS_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,"><title>${escapeHtml(DOCUMENT_INFO.title)} · reference</title></head>
+<body>
+<script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify(SCALAR_CONFIGURATION))}"></script>
+<script src="${SCALAR_SCRIPT_PATH}?v=${SCALAR_VERSION}"></script>
+</body></html>`;
+
+/**
+ * The OpenAPI generator (its document is completed by `/openapi.json` in app.ts) and our own
+ * `/docs` page in place of the plugin's, whose page loads Scalar from a CDN.
+ */
+export function apiDocs(s: Services) {
+  const docsPageHeaders = pageHeaders(new URL(s.config.publicUrl).origin);
+  return new Elysia()
+    .use(
+      openapi({
+        path: DOCS_PATH,
+        provider: null,
+        specPath: "/openapi/generated.json",
+        documentation: {
+          openapi: "3.1.0",
+          info: DOCUMENT_INFO,
+          servers: [{ url: s.config.publicUrl }],
+          components: {
+            securitySchemes: {
+              bearer: { type: "http", scheme: "bearer", description: "Org API key (co_…) or OAuth access token" },
+              apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+            },
+          },
+        } as any,
+      }),
+    )
+    .get(DOCS_PATH, () => new Response(DOCS_PAGE, { headers: docsPageHeaders }), { detail: { hide: true } })
+    .get(
+      SCALAR_SCRIPT_PATH,
+      async ({ request }) => {
+        try {
+          return new Response(await cachedScalarScript(), { headers: SCRIPT_HEADERS });
+        } catch (e) {
+          // Registered before the app's error handler: answer the generic error body here.
+          s.log.error("the Scalar script could not be loaded", { error: errorForLog(e) });
+          return errorResponse(new InternalError(), new URL(request.url).pathname);
+        }
+      },
+      { detail: { hide: true } },
+    );
+}

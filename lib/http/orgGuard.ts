@@ -1,0 +1,86 @@
+import { authenticateOrg, requireScope } from "../auth/guard.ts";
+import { SCOPES, type Scope } from "../auth/scopes.ts";
+import type { Principal } from "../auth/principal.ts";
+import { ForbiddenError } from "../errors.ts";
+import type { Services } from "../services.ts";
+import type { RateLimiter } from "./rateLimit.ts";
+
+/**
+ * What a Beta route requires of its caller, declared with the route (`{ scope: … }`): one scope,
+ * `admin` (every scope: managing API keys) or `any` (any credential of the organization).
+ */
+export type RouteScope = Scope | "admin" | "any";
+
+/** The OpenAPI extension naming what an operation requires (set by the `scope` route option). */
+export const REQUIRED_SCOPE = "x-required-scope";
+
+export const ORG_PREFIX = /^\/beta\/v1\/org\/([^/]+)(?:\/|$)/;
+
+interface DeclaredRoute {
+  method: string;
+  pattern: RegExp;
+  scope: RouteScope;
+}
+
+function patternRegExp(path: string): RegExp {
+  const body = path
+    .replace(/\/+$/, "")
+    .split("/")
+    .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  return new RegExp(`^${body}/?$`);
+}
+
+export function checkRouteScope(principal: Principal, scope: RouteScope): void {
+  if (scope === "any") return;
+  if (scope === "admin") {
+    if (!SCOPES.every((sc) => principal.scopes.includes(sc))) throw new ForbiddenError("This needs a credential holding every scope (an admin key).", "insufficient_scope");
+    return;
+  }
+  requireScope(principal, scope);
+}
+
+/**
+ * The Beta API's guard, run when a request arrives — before its body is read, parsed or
+ * validated (DESIGN §12 "auth first"): 401 without a valid credential, 403 for another
+ * organization or a scope the route declares and the credential lacks, 429 over the rate
+ * limit. The principal is kept for the route's handlers (`principalOf`).
+ */
+export class OrgGuard {
+  private routes: DeclaredRoute[] = [];
+  private principals = new WeakMap<Request, Principal>();
+
+  constructor(private readonly s: Services, private readonly limiter: RateLimiter) {}
+
+  /** Every Beta org route must declare what it requires: a route without it fails at start. */
+  declare(routes: { method: string; path: string; hooks?: unknown }[]): void {
+    this.routes = [];
+    for (const r of routes) {
+      if (!r.path.startsWith("/beta/v1/org/")) continue;
+      const scope = (r.hooks as { detail?: Record<string, RouteScope> } | undefined)?.detail?.[REQUIRED_SCOPE];
+      if (!scope) throw new Error(`Route ${r.method} ${r.path} declares no scope`);
+      this.routes.push({ method: r.method, pattern: patternRegExp(r.path), scope });
+    }
+  }
+
+  /** Authenticates and authorizes a Beta request; a no-op for every other path. */
+  async check(request: Request, path: string): Promise<void> {
+    const m = ORG_PREFIX.exec(path);
+    if (!m) return;
+    let orgId = m[1]!;
+    try {
+      orgId = decodeURIComponent(orgId);
+    } catch {}
+    const principal = await authenticateOrg(this.s, request.headers, orgId);
+    this.limiter.check(principal.credentialId);
+    const method = request.method === "HEAD" ? "GET" : request.method;
+    const route = this.routes.find((r) => r.method === method && r.pattern.test(path));
+    // An unknown path or method gets its 404/405 from the router, after authentication.
+    if (route) checkRouteScope(principal, route.scope);
+    this.principals.set(request, principal);
+  }
+
+  principalOf(request: Request): Principal | undefined {
+    return this.principals.get(request);
+  }
+}

@@ -1,0 +1,31 @@
+// The Bun adapter of the HTTP service: the one place that calls Bun.serve (server, binary, tests).
+import type { Services } from "../lib/services.ts";
+import { fetchHandler, lastResortResponse } from "../lib/http/entry.ts";
+import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
+
+export interface ListenOptions {
+  port: number;
+  hostname: string;
+}
+
+export function listen(s: Services, app: { handle(request: Request): Promise<Response> }, opts: ListenOptions) {
+  const handle = fetchHandler(app, s.log);
+  return Bun.serve({
+    port: opts.port,
+    hostname: opts.hostname,
+    // Never Bun's developer error page (it shows source lines, stack frames and the cwd).
+    development: false,
+    // 0 disables Bun's 10 s idle timeout, which would cut SSE streams of the MCP server.
+    idleTimeout: 0,
+    // Bun's own limit would answer an empty 413 before the app sees the request. Every body
+    // reader of the app stops at its own limit (MAX_BODY_BYTES; 64 KiB for OAuth forms) and a
+    // declared Content-Length over it gets the 413 error body unread, whatever its size.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: (req, server) => {
+      // Only the entry sees the socket: login throttling counts failures per client address.
+      rememberPeerAddress(req, server.requestIP(req)?.address);
+      return handle(req);
+    },
+    error: (e) => lastResortResponse(s.log, e),
+  });
+}

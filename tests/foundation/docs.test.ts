@@ -1,0 +1,125 @@
+// /docs: Scalar served from this service (a pinned npm copy), with the sign-in pages' security
+// headers. The browser part runs in Debian's /usr/bin/chromium (scripts/ci-install-chromium.sh).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { describeEachDb } from "../helpers/db.ts";
+import { useTestApp } from "../helpers/app.ts";
+import { SCALAR_SCRIPT_PATH, SCALAR_VERSION } from "../../lib/http/docs.ts";
+
+const root = join(import.meta.dir, "../..");
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing in CI: scripts/ci-install-chromium.sh did not install it`);
+if (!hasChromium) console.warn(`[docs browser test] SKIPPED: ${CHROMIUM} is missing. Install it with scripts/ci-install-chromium.sh.`);
+
+function cspDirectives(header: string | null): Map<string, string> {
+  return new Map(
+    (header ?? "")
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .filter((parts) => parts[0])
+      .map(([name, ...values]) => [name!, values.join(" ")]),
+  );
+}
+
+function scriptSources(html: string): string[] {
+  return [...html.matchAll(/<script\b[^>]*\bsrc="([^"]*)"/g)].map((m) => m[1]!);
+}
+
+test("the pinned Scalar version is the exact one of package.json and node_modules", () => {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  expect(pkg.dependencies["@scalar/api-reference"]).toBe(SCALAR_VERSION);
+  const installed = JSON.parse(readFileSync(join(root, "node_modules/@scalar/api-reference/package.json"), "utf8"));
+  expect(installed.version).toBe(SCALAR_VERSION);
+});
+
+describeEachDb("API reference page", (driver) => {
+  const t = useTestApp(driver);
+
+  test("/docs loads Scalar from this service: no CDN, no @latest, no external script", async () => {
+    const r = await t.request("GET", "/docs", { key: null });
+    expect(r.status).toBe(200);
+    const html = await r.text();
+    for (const outside of ["cdn.jsdelivr", "unpkg.com", "@latest", "fonts.scalar.com"]) expect(html).not.toContain(outside);
+    expect(scriptSources(html)).toEqual([`${SCALAR_SCRIPT_PATH}?v=${SCALAR_VERSION}`]);
+    // The configuration is a data block, not an inline script the CSP would have to allow.
+    expect(html).toMatch(/<script id="api-reference" type="application\/json" data-configuration="[^"]*\/openapi\.json/);
+  });
+
+  test("/docs carries the security headers of the sign-in pages; scripts only from self", async () => {
+    const r = await t.request("GET", "/docs", { key: null });
+    expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(r.headers.get("x-frame-options")).toBe("DENY");
+    expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(r.headers.get("referrer-policy")).toBe("no-referrer");
+    const csp = cspDirectives(r.headers.get("content-security-policy"));
+    expect(csp.get("default-src")).toBe("'none'");
+    expect(csp.get("script-src")).toBe("'self'");
+    expect(csp.get("frame-ancestors")).toBe("'none'");
+    expect(csp.get("base-uri")).toBe("'none'");
+    expect(csp.get("connect-src")).toBe("'self' http://localhost");
+  });
+
+  test("/docs/scalar.js is the pinned Scalar bundle as JavaScript, cached for good", async () => {
+    const r = await t.request("GET", SCALAR_SCRIPT_PATH, { key: null });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("application/javascript; charset=utf-8");
+    expect(r.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+    const js = await r.text();
+    expect(js.length).toBeGreaterThan(1_000_000);
+    expect(js).toContain(`@scalar/api-reference@${SCALAR_VERSION}`);
+    expect(js).toBe(readFileSync(join(root, "node_modules/@scalar/api-reference/dist/browser/standalone.js"), "utf8"));
+  });
+
+  test("the docs routes stay out of the OpenAPI document", async () => {
+    const doc = await (await t.request("GET", "/openapi.json", { key: null })).json();
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/docs"))).toEqual([]);
+  });
+});
+
+describe("API reference in headless Chromium", () => {
+  const config: { publicUrl?: string } = {};
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  let handler: (req: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
+  beforeAll(() => {
+    server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => handler(req) });
+    config.publicUrl = `http://127.0.0.1:${server.port}`;
+  });
+  const t = useTestApp("pglite", { config });
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    handler = (req) => t.app.handle(req);
+    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    server?.stop(true);
+  });
+
+  test.skipIf(!hasChromium)(
+    "/docs renders the API under its CSP: no violation, no error, no request to another origin",
+    async () => {
+      const base = config.publicUrl!;
+      const page = await browser!.newPage();
+      const problems: string[] = [];
+      const requests: string[] = [];
+      page.on("console", (m) => {
+        if (m.type() === "error" || /Content Security Policy/i.test(m.text())) problems.push(m.text());
+      });
+      page.on("pageerror", (e) => problems.push(e.message));
+      page.on("request", (r) => requests.push(r.url()));
+      await page.goto(`${base}/docs`, { waitUntil: "networkidle" });
+      await page.getByRole("heading", { name: "commitops Beta API" }).first().waitFor({ timeout: 30_000 });
+      await page.getByText("Cost estimates").first().waitFor({ timeout: 30_000 });
+      expect(problems).toEqual([]);
+      expect(requests.filter((u) => !u.startsWith(`${base}/`))).toEqual([]);
+      expect(requests).toContain(`${base}${SCALAR_SCRIPT_PATH}?v=${SCALAR_VERSION}`);
+      expect(requests).toContain(`${base}/openapi.json`);
+      await page.close();
+    },
+    60_000,
+  );
+});
