@@ -1,3 +1,5 @@
+import { parseLogLevel, type LogLevel } from "./log.ts";
+
 /** Every setting of the service, read once from the environment (docs/OPERATIONS.md lists them). */
 export interface Config {
   port: number;
@@ -5,7 +7,7 @@ export interface Config {
   publicUrl: string;
   databaseUrl?: string;
   dataDir: string;
-  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  logLevel: LogLevel;
   /** Run the cron jobs in this process (every replica may: jobs claim their work in the database). */
   jobsEnabled: boolean;
   supportDailyCap: number;
@@ -48,21 +50,27 @@ function bool(v: string | undefined, dflt: boolean): boolean {
   return !/^(0|false|no|off)$/i.test(v);
 }
 
-function positiveInt(v: string | undefined, dflt: number): number {
+/** A setting that must be a whole number ≥ 0 (unset or anything else: the default). */
+export function nonNegativeInt(v: string | undefined, dflt: number): number {
   const n = Number(v);
-  return v !== undefined && v !== "" && Number.isInteger(n) && n > 0 ? n : dflt;
+  return v !== undefined && v !== "" && Number.isInteger(n) && n >= 0 ? n : dflt;
+}
+
+/** A setting that must be a whole number ≥ 1 (unset or anything else: the default). */
+export function positiveInt(v: string | undefined, dflt: number): number {
+  const n = nonNegativeInt(v, dflt);
+  return n > 0 ? n : dflt;
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const port = Number(env.PORT ?? 3000);
-  const level = (env.LOG_LEVEL ?? "info").toLowerCase();
   return {
     port,
     host: env.HOST ?? "0.0.0.0",
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, ""),
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.DATA_DIR ?? "./.data",
-    logLevel: (["debug", "info", "warn", "error", "silent"].includes(level) ? level : "info") as Config["logLevel"],
+    logLevel: parseLogLevel(env.LOG_LEVEL),
     jobsEnabled: bool(env.JOBS_ENABLED, true),
     supportDailyCap: Number(env.SUPPORT_DAILY_CAP ?? 10),
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),
@@ -80,9 +88,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     oidcClientId: env.OIDC_CLIENT_ID || undefined,
     oidcClientSecret: env.OIDC_CLIENT_SECRET || undefined,
     oidcName: env.OIDC_NAME || "single sign-on",
-    downloadIdleTimeoutSeconds: Number(env.DOWNLOAD_IDLE_TIMEOUT_SECONDS || 30),
-    downloadConcurrency: env.DOWNLOAD_CONCURRENCY ? Number(env.DOWNLOAD_CONCURRENCY) : undefined,
-    downloadQueueTimeoutSeconds: Number(env.DOWNLOAD_QUEUE_TIMEOUT_SECONDS || 10),
+    downloadIdleTimeoutSeconds: nonNegativeInt(env.DOWNLOAD_IDLE_TIMEOUT_SECONDS, 30),
+    downloadConcurrency: positiveInt(env.DOWNLOAD_CONCURRENCY, 0) || undefined,
+    downloadQueueTimeoutSeconds: nonNegativeInt(env.DOWNLOAD_QUEUE_TIMEOUT_SECONDS, 10),
     ...overrides,
   };
 }

@@ -1,6 +1,12 @@
 /** Structured JSON logs, one object per line. Secrets are redacted by key name. */
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
+
+/** LOG_LEVEL as a level (case-insensitive); anything else is `info`. */
+export function parseLogLevel(v: string | undefined): LogLevel {
+  const level = (v ?? "info").toLowerCase();
+  return level in ORDER ? (level as LogLevel) : "info";
+}
 const SECRET_KEY = /authorization|password|secret|token|api[_-]?key|cookie|code_verifier/i;
 
 export interface Logger {

@@ -3,7 +3,7 @@ import type { Services } from "../services.ts";
 import { apiKeyResolver } from "./apiKeys.ts";
 import { oauthAccessTokenResolver } from "../oauth/resolver.ts";
 import type { Principal, TokenResolver } from "./principal.ts";
-import type { Scope } from "./scopes.ts";
+import { SCOPES, type Scope } from "./scopes.ts";
 
 /** The bearer secret of a request: `Authorization: Bearer …`, else `x-api-key`. */
 export function presentedToken(headers: Headers): string | null {
@@ -45,4 +45,9 @@ export async function authenticateOrg(s: Services, headers: Headers, orgId: stri
 
 export function requireScope(principal: Principal, scope: Scope): void {
   if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This credential lacks the \`${scope}\` scope.`, "insufficient_scope");
+}
+
+/** An admin's act (managing API keys): the credential must hold every scope, as `org create`'s key does. */
+export function requireAdmin(principal: Principal): void {
+  if (!SCOPES.every((sc) => principal.scopes.includes(sc))) throw new ForbiddenError("This needs a credential holding every scope (an admin key).", "insufficient_scope");
 }

@@ -4,7 +4,8 @@ import * as schema from "./schema/index.ts";
 import type { DatabaseHandle, Db } from "./types.ts";
 import { ConnectionGuard, type ProbeClient } from "./guard.ts";
 import { isConnectionLost } from "./errors.ts";
-import { createLogger, type Logger, type LogLevel } from "../log.ts";
+import { createLogger, parseLogLevel, type Logger } from "../log.ts";
+import { nonNegativeInt, positiveInt } from "../config.ts";
 
 /**
  * Timeouts and limits of the PostgreSQL pool (docs/OPERATIONS.md, "Database timeouts and
@@ -31,15 +32,6 @@ export interface PostgresSettings {
   idleTimeoutS: number;
   /** TCP keepalive idle time of each connection (15 s). */
   keepAliveS: number;
-}
-
-function nonNegativeInt(v: string | undefined, dflt: number): number {
-  const n = Number(v);
-  return v !== undefined && v !== "" && Number.isInteger(n) && n >= 0 ? n : dflt;
-}
-function positiveInt(v: string | undefined, dflt: number): number {
-  const n = nonNegativeInt(v, dflt);
-  return n > 0 ? n : dflt;
 }
 
 export function postgresSettings(env: Record<string, string | undefined> = process.env, overrides: Partial<PostgresSettings> = {}): PostgresSettings {
@@ -82,11 +74,6 @@ export function tlsOf(url: string, env: Record<string, string | undefined> = pro
   return { mode, direct: (q.get("sslnegotiation") ?? env.PGSSLNEGOTIATION) === "direct" };
 }
 
-function defaultLogger(): Logger {
-  const level = (process.env.LOG_LEVEL ?? "info").toLowerCase();
-  return createLogger((["debug", "info", "warn", "error", "silent"].includes(level) ? level : "info") as LogLevel);
-}
-
 /**
  * Statements that may run twice: a plain read outside a transaction. Only those are retried, once,
  * when the connection they were sent on turns out to have died (see `isConnectionLost`).
@@ -105,7 +92,7 @@ export interface OpenPostgresOptions {
 /** Opens a pooled postgres.js connection to a PostgreSQL server, behind the connection guard. */
 export async function openPostgres(url: string, opts: OpenPostgresOptions = {}): Promise<DatabaseHandle> {
   const cfg = postgresSettings(process.env, { ...(opts.max ? { poolSize: opts.max } : {}), ...opts.settings });
-  const log = opts.log ?? defaultLogger();
+  const log = opts.log ?? createLogger(parseLogLevel(process.env.LOG_LEVEL));
   // Startup parameters of every session (a parameter in the URL's query string wins).
   const connection: Record<string, string> = {};
   if (cfg.statementTimeoutMs > 0) connection.statement_timeout = String(cfg.statementTimeoutMs);

@@ -11,7 +11,7 @@ export interface DatabaseHandle {
   db: Db;
   driver: "pglite" | "postgres";
   /** Connections this handle can hold at once (the postgres.js pool size; 1 for PGlite). */
-  poolSize?: number;
+  poolSize: number;
   /** Raw text SQL with positional parameters ($1…), rows as plain objects. */
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   /**

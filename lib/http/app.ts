@@ -8,6 +8,7 @@ import { withErrorResponses } from "./openapiErrors.ts";
 import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
 import { orgGuardOf } from "./orgRoutes.ts";
+import { ORG_PATH, routePatternMatches } from "./routePattern.ts";
 
 interface RequestMeta {
   id: string;
@@ -15,8 +16,6 @@ interface RequestMeta {
   /** Set by the error handler: the error Response's status is not visible to onAfterResponse. */
   status?: number;
 }
-
-const ORG_IN_PATH = /^\/beta\/v1\/org\/([^/]+)/;
 
 /** The path of a request URL without parsing the whole URL (the entry has normalised it). */
 function pathOf(url: string): string {
@@ -38,12 +37,6 @@ function toAppError(code: string | number, error: any): AppError {
 }
 
 /** Matches a concrete path against an Elysia route pattern (`/a/:id/b`). */
-function patternMatches(pattern: string, path: string): boolean {
-  const p = pattern.replace(/\/+$/, "").split("/");
-  const a = path.replace(/\/+$/, "").split("/");
-  if (p.length !== a.length) return p[p.length - 1] === "*" && a.length >= p.length - 1;
-  return p.every((seg, i) => seg.startsWith(":") || seg === "*" || seg === a[i]);
-}
 
 /**
  * The whole HTTP service as a runtime-neutral Elysia app: `app.fetch` serves it under Bun,
@@ -55,7 +48,6 @@ export function createApp(s: Services) {
   const guard = orgGuardOf(s);
 
   const app = new Elysia({ normalize: false })
-    .use(apiDocs(s))
     .onRequest(async ({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 100) || crypto.randomUUID();
       meta.set(request, { id, start: performance.now() });
@@ -72,7 +64,7 @@ export function createApp(s: Services) {
         url = pathOf(request.url);
         if (err instanceof NotFoundError && code === "NOT_FOUND") {
           const here = url;
-          const allow = [...new Set(knownRoutes.filter((r) => patternMatches(r.path, here)).map((r) => r.method))];
+          const allow = [...new Set(knownRoutes.filter((r) => routePatternMatches(r.path, here)).map((r) => r.method))];
           if (allow.length) err = new MethodNotAllowedError(allow.includes("GET") && !allow.includes("HEAD") ? [...allow, "HEAD"] : allow);
         }
         const m = meta.get(request);
@@ -99,7 +91,7 @@ export function createApp(s: Services) {
         request_id: m?.id,
         method: request.method,
         path,
-        org_id: ORG_IN_PATH.exec(path)?.[1],
+        org_id: ORG_PATH.exec(path)?.[1],
         status: m?.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : Number(set.status) || 200),
         duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
       });
@@ -116,7 +108,8 @@ export function createApp(s: Services) {
         return { status: "ready", database: s.handle.driver };
       },
       { detail: { tags: ["Operations"], summary: "The database is reachable" } },
-    );
+    )
+    .use(apiDocs(s));
 
   const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
   app.get("/openapi.json", async () => withErrorResponses(await generatedDocument()), { detail: { hide: true } });

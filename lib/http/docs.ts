@@ -9,10 +9,8 @@ import { createRequire } from "node:module";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Services } from "../services.ts";
-import { InternalError } from "../errors.ts";
-import { errorForLog } from "./classifyError.ts";
-import { errorResponse } from "./errorBody.ts";
 import { escapeHtml } from "../oauth/pages.ts";
+import { htmlPageHeaders } from "./pageHeaders.ts";
 
 /** The exact version package.json pins for @scalar/api-reference (a test keeps them equal). */
 export const SCALAR_VERSION = "1.72.1";
@@ -34,8 +32,8 @@ async function readScalarFromNodeModules(): Promise<Uint8Array<ArrayBuffer>> {
 let loadScalarScript: () => Promise<Uint8Array<ArrayBuffer>> = readScalarFromNodeModules;
 let scalarScript: Promise<Uint8Array<ArrayBuffer>> | undefined;
 
-/** The compiled binary has no node_modules: its entry hands over the embedded Scalar bundle here. */
-export function setScalarScript(loader: () => Promise<Uint8Array<ArrayBuffer>>) {
+/** The compiled binary has no node_modules: its entry hands over the embedded Scalar bundle here (no argument: node_modules again). */
+export function setScalarScript(loader: () => Promise<Uint8Array<ArrayBuffer>> = readScalarFromNodeModules) {
   loadScalarScript = loader;
   scalarScript = undefined;
 }
@@ -63,10 +61,8 @@ const SCRIPT_HEADERS: Record<string, string> = {
  * URL, which may differ from the host the page was opened on.
  */
 function pageHeaders(publicOrigin: string): Record<string, string> {
-  return {
-    "content-type": "text/html; charset=utf-8",
-    "cache-control": "no-store",
-    "content-security-policy": [
+  return htmlPageHeaders(
+    [
       "default-src 'none'",
       "script-src 'self'",
       "style-src 'self' 'unsafe-inline'",
@@ -77,10 +73,7 @@ function pageHeaders(publicOrigin: string): Record<string, string> {
       "base-uri 'none'",
       "form-action 'none'",
     ].join("; "),
-    "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
-    "x-content-type-options": "nosniff",
-  };
+  );
 }
 
 // Scalar's hosted extras (AI agent, MCP generator, developer toolbar) would call scalar.com.
@@ -128,15 +121,7 @@ export function apiDocs(s: Services) {
     .get(DOCS_PATH, () => new Response(DOCS_PAGE, { headers: docsPageHeaders }), { detail: { hide: true } })
     .get(
       SCALAR_SCRIPT_PATH,
-      async ({ request }) => {
-        try {
-          return new Response(await cachedScalarScript(), { headers: SCRIPT_HEADERS });
-        } catch (e) {
-          // Registered before the app's error handler: answer the generic error body here.
-          s.log.error("the Scalar script could not be loaded", { error: errorForLog(e) });
-          return errorResponse(new InternalError(), new URL(request.url).pathname);
-        }
-      },
+      async () => new Response(await cachedScalarScript(), { headers: SCRIPT_HEADERS }),
       { detail: { hide: true } },
     );
 }

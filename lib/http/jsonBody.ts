@@ -68,6 +68,13 @@ export function jsonNestingExceeds(text: string, max: number): boolean {
   return false;
 }
 
+/** 400 when a JSON body nests deeper than MAX_JSON_DEPTH (checked before anything parses it). */
+export function refuseDeepJson(text: string): void {
+  if (jsonNestingExceeds(text, MAX_JSON_DEPTH)) {
+    throw new BadRequestError(`The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`, {}, "invalid_request");
+  }
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /**
@@ -84,9 +91,7 @@ export async function readJsonObjectBody(request: Request, maxBytes: number): Pr
     throw new BadRequestError("The request body is not valid UTF-8.", {}, "invalid_request");
   }
   if (text.trim() === "") throw new ValidationError("The request body is invalid: (root) must be a JSON object.", { "(root)": ["must be a JSON object"] });
-  if (jsonNestingExceeds(text, MAX_JSON_DEPTH)) {
-    throw new BadRequestError(`The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`, {}, "invalid_request");
-  }
+  refuseDeepJson(text);
   let value: unknown;
   try {
     value = JSON.parse(text);

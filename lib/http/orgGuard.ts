@@ -1,9 +1,9 @@
-import { authenticateOrg, requireScope } from "../auth/guard.ts";
-import { SCOPES, type Scope } from "../auth/scopes.ts";
+import { authenticateOrg, requireAdmin, requireScope } from "../auth/guard.ts";
+import type { Scope } from "../auth/scopes.ts";
 import type { Principal } from "../auth/principal.ts";
-import { ForbiddenError } from "../errors.ts";
 import type { Services } from "../services.ts";
 import type { RateLimiter } from "./rateLimit.ts";
+import { ORG_PATH, routePatternMatches } from "./routePattern.ts";
 
 /**
  * What a Beta route requires of its caller, declared with the route (`{ scope: … }`): one scope,
@@ -14,30 +14,15 @@ export type RouteScope = Scope | "admin" | "any";
 /** The OpenAPI extension naming what an operation requires (set by the `scope` route option). */
 export const REQUIRED_SCOPE = "x-required-scope";
 
-export const ORG_PREFIX = /^\/beta\/v1\/org\/([^/]+)(?:\/|$)/;
-
 interface DeclaredRoute {
-  method: string;
-  pattern: RegExp;
+  pattern: string;
   scope: RouteScope;
 }
 
-function patternRegExp(path: string): RegExp {
-  const body = path
-    .replace(/\/+$/, "")
-    .split("/")
-    .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
-    .join("/");
-  return new RegExp(`^${body}/?$`);
-}
-
-export function checkRouteScope(principal: Principal, scope: RouteScope): void {
+function checkRouteScope(principal: Principal, scope: RouteScope): void {
   if (scope === "any") return;
-  if (scope === "admin") {
-    if (!SCOPES.every((sc) => principal.scopes.includes(sc))) throw new ForbiddenError("This needs a credential holding every scope (an admin key).", "insufficient_scope");
-    return;
-  }
-  requireScope(principal, scope);
+  if (scope === "admin") requireAdmin(principal);
+  else requireScope(principal, scope);
 }
 
 /**
@@ -47,25 +32,28 @@ export function checkRouteScope(principal: Principal, scope: RouteScope): void {
  * limit. The principal is kept for the route's handlers (`principalOf`).
  */
 export class OrgGuard {
-  private routes: DeclaredRoute[] = [];
+  /** Declared Beta routes by method. */
+  private routes = new Map<string, DeclaredRoute[]>();
   private principals = new WeakMap<Request, Principal>();
 
   constructor(private readonly s: Services, private readonly limiter: RateLimiter) {}
 
   /** Every Beta org route must declare what it requires: a route without it fails at start. */
   declare(routes: { method: string; path: string; hooks?: unknown }[]): void {
-    this.routes = [];
+    this.routes = new Map();
     for (const r of routes) {
       if (!r.path.startsWith("/beta/v1/org/")) continue;
       const scope = (r.hooks as { detail?: Record<string, RouteScope> } | undefined)?.detail?.[REQUIRED_SCOPE];
       if (!scope) throw new Error(`Route ${r.method} ${r.path} declares no scope`);
-      this.routes.push({ method: r.method, pattern: patternRegExp(r.path), scope });
+      const list = this.routes.get(r.method) ?? [];
+      list.push({ pattern: r.path, scope });
+      this.routes.set(r.method, list);
     }
   }
 
   /** Authenticates and authorizes a Beta request; a no-op for every other path. */
   async check(request: Request, path: string): Promise<void> {
-    const m = ORG_PREFIX.exec(path);
+    const m = ORG_PATH.exec(path);
     if (!m) return;
     let orgId = m[1]!;
     try {
@@ -74,7 +62,7 @@ export class OrgGuard {
     const principal = await authenticateOrg(this.s, request.headers, orgId);
     this.limiter.check(principal.credentialId);
     const method = request.method === "HEAD" ? "GET" : request.method;
-    const route = this.routes.find((r) => r.method === method && r.pattern.test(path));
+    const route = this.routes.get(method)?.find((r) => routePatternMatches(r.pattern, path));
     // An unknown path or method gets its 404/405 from the router, after authentication.
     if (route) checkRouteScope(principal, route.scope);
     this.principals.set(request, principal);

@@ -1,5 +1,4 @@
 import { Elysia } from "elysia";
-import { authenticateOrg } from "../auth/guard.ts";
 import type { Services } from "../services.ts";
 import { RateLimiter } from "./rateLimit.ts";
 import { betaRequestBody } from "./jsonBody.ts";
@@ -22,11 +21,12 @@ export function orgRoutes(s: Services, prefix: string) {
       scope: (scope: RouteScope) => ({ parse: "json", detail: { [REQUIRED_SCOPE]: scope } }) as unknown as void,
     })
     .onParse(({ request, contentType }) => betaRequestBody(request, contentType, s.config.maxBodyBytes))
-    .derive(async ({ request, params }) => {
+    .derive(({ request }) => {
       const principal = guard.principalOf(request);
-      if (principal) return { principal };
-      // Mounted without the app's guard (never in the service): authenticate here at least.
-      return { principal: await authenticateOrg(s, request.headers, String((params as Record<string, string>).org_id ?? "")) };
+      // The guard runs in the app's onRequest; a route reached without it is a wiring fault,
+      // answered 500 rather than served without authentication.
+      if (!principal) throw new Error("a Beta route was reached without the org guard");
+      return { principal };
     });
 }
 

@@ -85,22 +85,25 @@ function limitsOf(schema: TextSchemaFields): { limits: TextLimits; nullable: boo
   return { limits: { minLength: schema.minLength, maxLength: schema.maxLength }, nullable: false };
 }
 
-if (!TypeRegistry.Has(TEXT_KIND)) {
-  TypeRegistry.Set<TextSchemaFields>(TEXT_KIND, (schema, value) => {
-    const { limits, nullable } = limitsOf(schema);
-    return textProblem(value, limits, nullable) === null;
-  });
-  // Elysia turns TypeBox's error messages into the field errors of the 422 body: make ours say
-  // what is wrong instead of TypeBox's generic "Expected kind 'CodePointText'".
+/**
+ * Registers a custom TypeBox kind checked by `problem` (null: valid). Elysia turns TypeBox's
+ * error messages into the field errors of the 422 body, so the kind's message is `problem`'s
+ * text instead of TypeBox's generic "Expected kind '…'".
+ */
+function registerKind<S>(kind: string, problem: (schema: S, value: unknown) => string | null): void {
+  if (TypeRegistry.Has(kind)) return;
+  TypeRegistry.Set<S>(kind, (schema, value) => problem(schema, value) === null);
   const fallback = GetErrorFunction();
   SetErrorFunction((param) => {
-    if ((param.schema as any)?.[Kind] === TEXT_KIND) {
-      const { limits, nullable } = limitsOf(param.schema as unknown as TextSchemaFields);
-      return textProblem(param.value, limits, nullable) ?? "is invalid";
-    }
+    if ((param.schema as any)?.[Kind] === kind) return problem(param.schema as unknown as S, param.value) ?? "is invalid";
     return fallback(param);
   });
 }
+
+registerKind<TextSchemaFields>(TEXT_KIND, (schema, value) => {
+  const { limits, nullable } = limitsOf(schema);
+  return textProblem(value, limits, nullable);
+});
 
 function checkLimits({ minLength, maxLength }: TextLimits): void {
   for (const v of [minLength, maxLength]) {
@@ -153,14 +156,7 @@ function enumProblem(schema: TextEnumSchemaFields, value: unknown): string | nul
   return `must be one of ${names.map((v) => `\`${v}\``).join(", ")}${nullable ? " or null" : ""}`;
 }
 
-if (!TypeRegistry.Has(TEXT_ENUM_KIND)) {
-  TypeRegistry.Set<TextEnumSchemaFields>(TEXT_ENUM_KIND, (schema, value) => enumProblem(schema, value) === null);
-  const fallback = GetErrorFunction();
-  SetErrorFunction((param) => {
-    if ((param.schema as any)?.[Kind] === TEXT_ENUM_KIND) return enumProblem(param.schema as unknown as TextEnumSchemaFields, param.value) ?? "is invalid";
-    return fallback(param);
-  });
-}
+registerKind<TextEnumSchemaFields>(TEXT_ENUM_KIND, enumProblem);
 
 /**
  * One of a fixed set of strings, with a field error naming the allowed values (TypeBox's
@@ -204,14 +200,7 @@ function enumSetProblem(schema: TextEnumSetSchemaFields, value: unknown): string
   return null;
 }
 
-if (!TypeRegistry.Has(TEXT_ENUM_SET_KIND)) {
-  TypeRegistry.Set<TextEnumSetSchemaFields>(TEXT_ENUM_SET_KIND, (schema, value) => enumSetProblem(schema, value) === null);
-  const fallback = GetErrorFunction();
-  SetErrorFunction((param) => {
-    if ((param.schema as any)?.[Kind] === TEXT_ENUM_SET_KIND) return enumSetProblem(param.schema as unknown as TextEnumSetSchemaFields, param.value) ?? "is invalid";
-    return fallback(param);
-  });
-}
+registerKind<TextEnumSetSchemaFields>(TEXT_ENUM_SET_KIND, enumSetProblem);
 
 /**
  * A set of values from a fixed list, as a JSON array without repeats: published as

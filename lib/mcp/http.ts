@@ -10,8 +10,8 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { presentedToken, resolvePrincipal } from "../auth/guard.ts";
 import type { Principal } from "../auth/principal.ts";
-import { AppError, BadRequestError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
-import { MAX_JSON_DEPTH, jsonNestingExceeds, readBodyBytes } from "../http/jsonBody.ts";
+import { AppError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
+import { readBodyBytes, refuseDeepJson } from "../http/jsonBody.ts";
 import { errorResponse } from "../http/errorBody.ts";
 import { classifyError, errorForLog } from "../http/classifyError.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
@@ -134,11 +134,9 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
     // Read within MAX_BODY_BYTES (a chunked body is cut off there) and the nesting limit before
     // the SDK parses and validates it; the SDK still answers bad JSON-RPC in its own format.
     const body = await readBodyBytes(request, s.config.maxBodyBytes);
-    if (jsonNestingExceeds(new TextDecoder().decode(body), MAX_JSON_DEPTH)) {
-      throw new BadRequestError(`The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`, {}, "invalid_request");
-    }
+    refuseDeepJson(new TextDecoder().decode(body));
     const server = createMcpServer(s, principal);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: s.config.maxBodyBytes });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     const headers = new Headers(request.headers);
     headers.delete("transfer-encoding");

@@ -28,13 +28,14 @@ export function authorizationServerMetadata(config: Config) {
   };
 }
 
-const MAX_BODY = 64 * 1024;
+/** Largest OAuth form or client-registration body (requests are a few hundred bytes). */
+export const OAUTH_MAX_BODY_BYTES = 64 * 1024;
 
 /** Reads an application/x-www-form-urlencoded body; a repeated parameter is invalid_request (RFC 6749 §3.2). */
 async function readOAuthForm(request: Request): Promise<Map<string, string>> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) throw new OAuthError("invalid_request", "Send the parameters as application/x-www-form-urlencoded.");
-  const text = await readBodyTextWithin(request, MAX_BODY);
+  const text = await readBodyTextWithin(request, OAUTH_MAX_BODY_BYTES);
   if (text === null) throw new OAuthError("invalid_request", "The request body is too large.");
   const out = new Map<string, string>();
   for (const [k, v] of new URLSearchParams(text)) {
@@ -101,7 +102,7 @@ export function registrationEndpoint(s: Services, request: Request): Promise<Res
   return oauthEndpoint(async () => {
     const type = request.headers.get("content-type") ?? "";
     if (!/^application\/json\b/i.test(type)) throw new OAuthError("invalid_client_metadata", "Send the client metadata as application/json.");
-    const text = await readBodyTextWithin(request, MAX_BODY);
+    const text = await readBodyTextWithin(request, OAUTH_MAX_BODY_BYTES);
     if (text === null) throw new OAuthError("invalid_client_metadata", "The client metadata is too large.");
     let meta: unknown;
     try {

@@ -19,6 +19,7 @@ import {
 } from "./authorizeRequest.ts";
 import { issueAuthorizationCode } from "./grants.ts";
 import { readBodyTextWithin } from "../http/jsonBody.ts";
+import { OAUTH_MAX_BODY_BYTES } from "./endpoints.ts";
 import { consentPage, errorPage, loginPage, signOutFormPage, signedOutPage, type ConsentOrg } from "./pages.ts";
 import {
   clearedSessionCookie,
@@ -148,7 +149,7 @@ export async function authorizeGet(s: Services, r: BrowserRequest): Promise<Resp
 async function readForm(request: Request): Promise<URLSearchParams | null> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) return null;
-  const text = await readBodyTextWithin(request, 64 * 1024);
+  const text = await readBodyTextWithin(request, OAUTH_MAX_BODY_BYTES);
   if (text === null) return null;
   return new URLSearchParams(text);
 }

@@ -1,19 +1,13 @@
 /** Server-rendered pages of the login and consent flow: small, no script, no external assets. */
 import { SCOPE_DESCRIPTIONS } from "./scopeText.ts";
+import { htmlPageHeaders } from "../http/pageHeaders.ts";
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-const PAGE_HEADERS: Record<string, string> = {
-  "content-type": "text/html; charset=utf-8",
-  "cache-control": "no-store",
-  // No form-action: the consent form's answer redirects to the client's registered URI.
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "x-frame-options": "DENY",
-  "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff",
-};
+// No form-action: the consent form's answer redirects to the client's registered URI.
+const PAGE_HEADERS = htmlPageHeaders("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'");
 
 function layout(title: string, body: string): string {
   return `<!doctype html>

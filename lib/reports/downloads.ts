@@ -22,16 +22,15 @@ export interface DownloadLimits {
   queueTimeoutMs: number;
 }
 
-const seconds = (v: number | undefined, dflt: number) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v * 1000 : dflt * 1000);
-
-/** The effective limits for this process's configuration and database handle. */
-export function downloadLimits(config: Partial<Config>, handle: Pick<DatabaseHandle, "driver" | "poolSize">): DownloadLimits {
-  const configured = config.downloadConcurrency;
-  const derived = Math.max(1, (handle.poolSize ?? (handle.driver === "pglite" ? 1 : 10)) - 2);
+/** The effective limits for this process's configuration (lib/config.ts) and database handle. */
+export function downloadLimits(
+  config: Pick<Config, "downloadIdleTimeoutSeconds" | "downloadConcurrency" | "downloadQueueTimeoutSeconds">,
+  handle: Pick<DatabaseHandle, "poolSize">,
+): DownloadLimits {
   return {
-    idleTimeoutMs: seconds(config.downloadIdleTimeoutSeconds, 30),
-    concurrency: typeof configured === "number" && Number.isInteger(configured) && configured >= 1 ? configured : derived,
-    queueTimeoutMs: seconds(config.downloadQueueTimeoutSeconds, 10),
+    idleTimeoutMs: config.downloadIdleTimeoutSeconds * 1000,
+    concurrency: config.downloadConcurrency ?? Math.max(1, handle.poolSize - 2),
+    queueTimeoutMs: config.downloadQueueTimeoutSeconds * 1000,
   };
 }
 

@@ -1,18 +1,16 @@
 // /docs: Scalar served from this service (a pinned npm copy), with the sign-in pages' security
 // headers. The browser part runs in Debian's /usr/bin/chromium (scripts/ci-install-chromium.sh).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { chromiumAvailable, launchChromium } from "../helpers/chromium.ts";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
-import { SCALAR_SCRIPT_PATH, SCALAR_VERSION } from "../../lib/http/docs.ts";
+import { SCALAR_SCRIPT_PATH, SCALAR_VERSION, setScalarScript } from "../../lib/http/docs.ts";
 
 const root = join(import.meta.dir, "../..");
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing in CI: scripts/ci-install-chromium.sh did not install it`);
-if (!hasChromium) console.warn(`[docs browser test] SKIPPED: ${CHROMIUM} is missing. Install it with scripts/ci-install-chromium.sh.`);
+const hasChromium = chromiumAvailable("docs browser test");
 
 function cspDirectives(header: string | null): Map<string, string> {
   return new Map(
@@ -74,6 +72,21 @@ describeEachDb("API reference page", (driver) => {
     expect(js).toBe(readFileSync(join(root, "node_modules/@scalar/api-reference/dist/browser/standalone.js"), "utf8"));
   });
 
+  test("a Scalar script that cannot be loaded answers the JSON 500 of the app's error handler, then loads once it can", async () => {
+    setScalarScript(() => Promise.reject(new Error(`ENOENT: ${root}/node_modules/missing.js`)));
+    try {
+      const r = await t.request("GET", SCALAR_SCRIPT_PATH, { key: null });
+      expect(r.status).toBe(500);
+      expect(r.headers.get("content-type")).toContain("application/json");
+      const text = await r.text();
+      expect(text).not.toContain(root);
+      expect(JSON.parse(text)).toMatchObject({ status: "INTERNAL_SERVER_ERROR", url: SCALAR_SCRIPT_PATH });
+    } finally {
+      setScalarScript();
+    }
+    expect((await t.request("GET", SCALAR_SCRIPT_PATH, { key: null })).status).toBe(200);
+  });
+
   test("the docs routes stay out of the OpenAPI document", async () => {
     const doc = await (await t.request("GET", "/openapi.json", { key: null })).json();
     expect(Object.keys(doc.paths).filter((p) => p.startsWith("/docs"))).toEqual([]);
@@ -92,7 +105,7 @@ describe("API reference in headless Chromium", () => {
   let browser: Browser | undefined;
   beforeAll(async () => {
     handler = (req) => t.app.handle(req);
-    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+    if (hasChromium) browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,20 +1,17 @@
 // The login and consent pages driven in headless Chromium (Debian's /usr/bin/chromium; CI installs
 // it with scripts/ci-install-chromium.sh). Skipped, with a message, only when it is absent.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { chromiumAvailable, launchChromium } from "../helpers/chromium.ts";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createOrganization } from "../../lib/orgs/service.ts";
 import { rememberPeerAddress } from "../../lib/oauth/peerAddress.ts";
 import { makeUser, pkce } from "./helpers.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-// CI installs Chromium (.ci/run): there a missing browser is a failure, not a silent skip.
-if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing in CI: scripts/ci-install-chromium.sh did not install it`);
-if (!hasChromium) console.warn(`[oauth browser test] SKIPPED: ${CHROMIUM} is missing. Install it with scripts/ci-install-chromium.sh.`);
+const hasChromium = chromiumAvailable("oauth browser test");
 const ARTIFACTS = join(import.meta.dir, "..", "artifacts");
 const CLIENT_REDIRECT = "http://127.0.0.1:9/oauth-client/callback"; // never reached: intercepted in the browser
 
@@ -38,11 +35,7 @@ describeEachDb("oauth: headless browser authorization", (driver) => {
   let browser: Browser | undefined;
   beforeAll(async () => {
     handler = (req) => t.app.handle(req);
-    if (hasChromium)
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      });
+    if (hasChromium) browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -4,6 +4,7 @@
  * requests keep being served meanwhile, and excess downloads answer 503 before any body byte.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { listen } from "../../scripts/bun-server.ts";
 import { connect, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { describeEachDb, createTestDatabase, type TestDatabase } from "../helpers/db.ts";
@@ -45,7 +46,7 @@ describeEachDb("slow report readers", (driver) => {
   let expectedCsv: string;
   const servers: Served[] = [];
 
-  /** A real Bun server (as scripts/server.ts serves the app) with its own config and captured logs. */
+  /** The real Bun adapter (scripts/bun-server.ts, as `npm start` serves the app) with its own config and captured logs. */
   function serve(config: Partial<Config>): Served {
     const logs: Record<string, any>[] = [];
     const s = createServices(
@@ -55,7 +56,7 @@ describeEachDb("slow report readers", (driver) => {
       { now: () => NOW },
     );
     const app = createApp(s);
-    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", idleTimeout: 0, development: false, fetch: (req) => app.handle(req) });
+    const server = listen(s, app, { port: 0, hostname: "127.0.0.1" });
     const served = { s, url: `http://127.0.0.1:${server.port}`, logs, stop: () => server.stop(true) };
     servers.push(served);
     return served;
