@@ -36,6 +36,25 @@ CREATE TABLE "users" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "billing_cost_summaries" (
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"billing_account_id" text NOT NULL,
+	"month" date NOT NULL,
+	"grain" text NOT NULL,
+	"currency" text NOT NULL,
+	"account_id" text,
+	"account_name" text,
+	"service_category" text,
+	"service_name" text,
+	"day" date,
+	"ondemand_cost" numeric NOT NULL,
+	"commitment_cost" numeric NOT NULL,
+	"other_cost" numeric NOT NULL,
+	"total_cost" numeric NOT NULL,
+	"billed_cost" numeric NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "billing_imports" (
 	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
 	"org_id" uuid NOT NULL,
@@ -46,7 +65,6 @@ CREATE TABLE "billing_imports" (
 );
 --> statement-breakpoint
 CREATE TABLE "billing_line_items" (
-	"id" bigserial PRIMARY KEY NOT NULL,
 	"org_id" uuid NOT NULL,
 	"import_id" uuid,
 	"provider" text NOT NULL,
@@ -110,6 +128,23 @@ CREATE TABLE "cloud_accounts" (
 	"billing_account_name" text,
 	"child_org_id" uuid,
 	"first_seen_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "commitment_usage_summaries" (
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"billing_account_id" text NOT NULL,
+	"month" date NOT NULL,
+	"grain" text NOT NULL,
+	"currency" text NOT NULL,
+	"commitment_id" text NOT NULL,
+	"account_id" text,
+	"service_name" text,
+	"day" date,
+	"used_cost" numeric NOT NULL,
+	"unused_cost" numeric NOT NULL,
+	"covered_ondemand_cost" numeric NOT NULL,
+	"savings" numeric NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "commitments" (
@@ -509,8 +544,6 @@ ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "organizations" ADD CONSTRAINT "organizations_parent_id_organizations_id_fk" FOREIGN KEY ("parent_id") REFERENCES "public"."organizations"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "billing_imports" ADD CONSTRAINT "billing_imports_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "billing_line_items" ADD CONSTRAINT "billing_line_items_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "billing_line_items" ADD CONSTRAINT "billing_line_items_import_id_billing_imports_id_fk" FOREIGN KEY ("import_id") REFERENCES "public"."billing_imports"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "billing_periods" ADD CONSTRAINT "billing_periods_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "cloud_accounts" ADD CONSTRAINT "cloud_accounts_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "cloud_accounts" ADD CONSTRAINT "cloud_accounts_child_org_id_organizations_id_fk" FOREIGN KEY ("child_org_id") REFERENCES "public"."organizations"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
@@ -556,10 +589,13 @@ CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_lower_uq" ON "users" USING btree (lower("email"));--> statement-breakpoint
-CREATE INDEX "billing_line_items_org_period_idx" ON "billing_line_items" USING btree ("org_id","billing_period","provider");--> statement-breakpoint
+CREATE INDEX "billing_cost_summaries_lookup_idx" ON "billing_cost_summaries" USING btree ("org_id","month","grain","provider","billing_account_id");--> statement-breakpoint
+CREATE INDEX "billing_line_items_org_period_idx" ON "billing_line_items" USING btree ("org_id","billing_period","provider","billing_account_id");--> statement-breakpoint
+CREATE INDEX "billing_line_items_unused_idx" ON "billing_line_items" USING btree ("org_id","billing_period","commitment_discount_id") WHERE "billing_line_items"."commitment_discount_status" = 'Unused';--> statement-breakpoint
 CREATE INDEX "billing_line_items_commitment_idx" ON "billing_line_items" USING btree ("org_id","commitment_discount_id") WHERE "billing_line_items"."commitment_discount_id" IS NOT NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "billing_periods_pk" ON "billing_periods" USING btree ("org_id","provider","month");--> statement-breakpoint
 CREATE UNIQUE INDEX "cloud_accounts_org_provider_account_uq" ON "cloud_accounts" USING btree ("org_id","provider","account_id");--> statement-breakpoint
+CREATE INDEX "commitment_usage_summaries_lookup_idx" ON "commitment_usage_summaries" USING btree ("org_id","month","grain","provider","billing_account_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "commitments_org_provider_cid_uq" ON "commitments" USING btree ("org_id","provider","provider_commitment_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "catalog_skus_key_uq" ON "catalog_skus" USING btree ("catalog_sku_org_id","provider","provider_sku_id");--> statement-breakpoint
 CREATE INDEX "catalog_skus_search_idx" ON "catalog_skus" USING btree ("provider","catalog_sku_org_id","region_code");--> statement-breakpoint

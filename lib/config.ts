@@ -6,6 +6,8 @@ export interface Config {
   host: string;
   publicUrl: string;
   databaseUrl?: string;
+  /** postgres://… of a read replica of DATABASE_URL for report reads (DATABASE_READ_URL; refused with PGlite). */
+  databaseReadUrl?: string;
   dataDir: string;
   logLevel: LogLevel;
   /** Run the cron jobs in this process (every replica may: jobs claim their work in the database). */
@@ -43,6 +45,8 @@ export interface Config {
   downloadConcurrency?: number;
   /** How long a download waits for a free slot before answering 503 (DOWNLOAD_QUEUE_TIMEOUT_SECONDS, default 10). */
   downloadQueueTimeoutSeconds: number;
+  /** A report query that has not produced its first rows after this many seconds is cancelled: 503 `report_timeout` (REPORT_QUERY_TIMEOUT_SECONDS, default 60; 0 = no limit; PostgreSQL only). */
+  reportQueryTimeoutSeconds: number;
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -69,6 +73,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: env.HOST ?? "0.0.0.0",
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, ""),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseReadUrl: env.DATABASE_READ_URL || undefined,
     dataDir: env.DATA_DIR ?? "./.data",
     logLevel: parseLogLevel(env.LOG_LEVEL),
     jobsEnabled: bool(env.JOBS_ENABLED, true),
@@ -91,6 +96,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     downloadIdleTimeoutSeconds: nonNegativeInt(env.DOWNLOAD_IDLE_TIMEOUT_SECONDS, 30),
     downloadConcurrency: positiveInt(env.DOWNLOAD_CONCURRENCY, 0) || undefined,
     downloadQueueTimeoutSeconds: nonNegativeInt(env.DOWNLOAD_QUEUE_TIMEOUT_SECONDS, 10),
+    reportQueryTimeoutSeconds: nonNegativeInt(env.REPORT_QUERY_TIMEOUT_SECONDS, 60),
     ...overrides,
   };
 }

@@ -14,6 +14,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Whether a line at `level` would be written (absent: assume it would). */
+  enabled?(level: LogLevel): boolean;
 }
 
 export function redact(value: unknown, depth = 0): unknown {
@@ -35,5 +37,6 @@ export function createLogger(level: LogLevel = "info", sink: (line: string) => v
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
+    enabled: (lvl) => ORDER[lvl] >= ORDER[level],
   };
 }

@@ -1,14 +1,21 @@
 import type { Config } from "./config.ts";
 import type { DatabaseHandle, Db } from "./db/index.ts";
 import type { Logger } from "./log.ts";
+import { readerOf } from "./db/replica.ts";
 
 /**
  * What the HTTP routes, the jobs, the CLI and the MCP tools share: one per process (tests make
  * one per database). Features add optional collaborators here (e.g. a purchaser adapter).
  */
 export interface Services {
+  /** The primary: every write, claim and transaction goes here. */
   handle: DatabaseHandle;
   db: Db;
+  /**
+   * Where report reads may go: the read replica (DATABASE_READ_URL, `handle.replica`) or, without
+   * one, `handle` itself. Read-only; choose per read with `readConsistent(handle, reportReader, …)`.
+   */
+  reportReader: DatabaseHandle;
   config: Config;
   log: Logger;
   /** The service's clock; tests pass a fixed one. */
@@ -17,6 +24,12 @@ export interface Services {
   extras: Record<string, unknown>;
 }
 
-export function createServices(handle: DatabaseHandle, config: Config, log: Logger, opts: { now?: () => Date; extras?: Record<string, unknown> } = {}): Services {
-  return { handle, db: handle.db, config, log, now: opts.now ?? (() => new Date()), extras: opts.extras ?? {} };
+export function createServices(
+  handle: DatabaseHandle,
+  config: Config,
+  log: Logger,
+  opts: { now?: () => Date; extras?: Record<string, unknown>; reportReader?: DatabaseHandle } = {},
+): Services {
+  const reportReader = opts.reportReader ?? readerOf(handle);
+  return { handle, db: handle.db, reportReader, config, log, now: opts.now ?? (() => new Date()), extras: opts.extras ?? {} };
 }

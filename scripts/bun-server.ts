@@ -22,8 +22,9 @@ export function listen(s: Services, app: { handle(request: Request): Promise<Res
     // declared Content-Length over it gets the 413 error body unread, whatever its size.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch: (req, server) => {
-      // Only the entry sees the socket: login throttling counts failures per client address.
-      rememberPeerAddress(req, server.requestIP(req)?.address);
+      // Only the entry sees the socket: login throttling counts failures per client address
+      // (looked up only when a sign-in asks for it).
+      rememberPeerAddress(req, () => server.requestIP(req)?.address);
       return handle(req);
     },
     error: (e) => lastResortResponse(s.log, e),

@@ -12,3 +12,8 @@ declare module "*/@scalar/api-reference/dist/browser/standalone.js" {
   const path: string;
   export default path;
 }
+// The prebuilt PGlite data directory (scripts/build.ts writes it before compiling).
+declare module "*.tar.gz" {
+  const path: string;
+  export default path;
+}

@@ -13,7 +13,7 @@ declare const Deno: any;
 
 const config = loadConfig();
 const log = createLogger(config.logLevel);
-const handle = await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: true });
+const handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true });
 const s = createServices(handle, config, log);
 const app = createApp(s);
 if (config.seedDemo) {

@@ -1,44 +1,44 @@
-// Bun entry: serve the whole service (API, docs, jobs) on one port.
+// Bun entry: serve the whole service (API, docs, jobs) on one port. The order is the cold start's
+// (bench/coldstart.ts): the app's modules load while the database opens, the server listens as
+// soon as the app exists, and the jobs and the demo data start after that.
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
-import { openDb } from "../lib/db/index.ts";
+import { openDb, ReadReplicaConfigError } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
-import { createApp } from "../lib/http/app.ts";
-import { seedDemoData, seedDemoOrganization } from "../lib/demo/seed.ts";
-import { jobsPlugin } from "../jobs/index.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { listen } from "./bun-server.ts";
 
 export async function serve() {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  const appModules = Promise.all([import("../lib/http/app.ts"), import("../lib/demo/seed.ts")]);
   let handle;
   try {
-    handle = await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: true });
+    handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true, log });
   } catch (e) {
-    if (e instanceof DataDirLockedError) {
+    if (e instanceof DataDirLockedError || e instanceof ReadReplicaConfigError) {
       console.error(e.message);
       process.exit(1);
     }
     throw e;
   }
+  const [{ createApp }, { seedDemoData, seedDemoOrganization }] = await appModules;
   const s = createServices(handle, config, log);
   const app = createApp(s);
-  if (config.jobsEnabled) app.use(await jobsPlugin(s));
+  // The demo organization (one short transaction) exists, and its key is printed, by the time
+  // /readyz answers; its data loads in the background after that.
+  const demo = config.seedDemo ? await seedDemoOrganization(s) : undefined;
 
   const server = listen(s, app, { port: config.port, hostname: config.host });
 
   const lines = [
-    `commitops listening on ${config.publicUrl} (database: ${handle.description})`,
+    `commitops listening on ${config.publicUrl} (database: ${handle.description}${handle.replica ? `; report reads: ${handle.replica.description}` : ""})`,
     `  API:      ${config.publicUrl}/beta/v1/org/{org_id}/…`,
     `  OpenAPI:  ${config.publicUrl}/openapi.json`,
     `  Docs:     ${config.publicUrl}/docs`,
     `  MCP:      ${config.publicUrl}/mcp`,
   ];
-  if (config.seedDemo) {
-    const demo = await seedDemoOrganization(s);
-    // The demo's billing months and catalog load in the background: the API answers meanwhile.
-    void seedDemoData(s, demo.orgId);
+  if (demo) {
     lines.push(`  Demo org: ${demo.orgId}`);
     if (demo.apiKey) lines.push(`  Demo API key (shown once, keep it): ${demo.apiKey}`);
     else lines.push(`  Demo API key: shown at first start; make another with: npx commitops apikey create --org ${demo.orgId} (stop the server first when on the embedded database)`);
@@ -46,6 +46,10 @@ export async function serve() {
   }
   console.log(lines.join("\n"));
   log.info("started", { url: config.publicUrl, database: handle.driver });
+  // The demo's billing months and estimate load in the background: the API answers meanwhile.
+  if (demo) void seedDemoData(s, demo.orgId);
+  // The cron jobs (scheduled on `.use`) start once the server answers.
+  if (config.jobsEnabled) app.use(await (await import("../jobs/index.ts")).jobsPlugin(s));
 
   let stopping = false;
   const shutdown = async (signal: string) => {

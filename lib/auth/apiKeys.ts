@@ -1,6 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { apiKeys } from "../db/schema/index.ts";
-import type { DbOrTx } from "../db/index.ts";
+import type { DatabaseHandle, DbOrTx } from "../db/index.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import type { Principal } from "./principal.ts";
 import { ROLE_SCOPES, SCOPES, isScope, type Role, type Scope } from "./scopes.ts";
@@ -40,7 +40,7 @@ export async function revokeApiKey(db: DbOrTx, keyId: string, orgId?: string): P
 
 const lastTouched = new Map<string, number>();
 
-type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
+type Query = DatabaseHandle["query"];
 
 interface ResolvedKeyRow {
   id: string;
@@ -67,8 +67,9 @@ function effectiveKeyScopes(row: ResolvedKeyRow): Scope[] | null {
 
 /**
  * Resolver for org API keys (`co_…`). Revoked keys resolve to nothing (→ 401). It runs on every
- * request, so it is one query in plain SQL (no query building): the key by its hash and, through
- * the (org, user) unique index, its creator's current role.
+ * request, so it is one prepared statement in plain SQL (no query building, parsed and planned
+ * once per connection): the key by its hash and, through the (org, user) unique index, its
+ * creator's current role. Nothing is cached: a revoked key fails on its next request.
  */
 export function apiKeyResolver(db: DbOrTx, query: Query): (token: string) => Promise<Principal | null> {
   return async (token) => {
@@ -80,6 +81,7 @@ export function apiKeyResolver(db: DbOrTx, query: Query): (token: string) => Pro
         WHERE k.key_hash = $1
         LIMIT 1`,
       [hashSecret(token)],
+      { prepare: true },
     );
     if (!row || row.revoked_at) return null;
     const scopes = effectiveKeyScopes(row);

@@ -15,11 +15,18 @@ export function presentedToken(headers: Headers): string | null {
   return headers.get("x-api-key")?.trim() || null;
 }
 
-/** Resolvers registered by features (the OAuth server adds its access tokens). */
+/** The built-in resolvers of a Services (built once: they run on every request). */
+const builtIn = new WeakMap<Services, TokenResolver[]>();
+
+/** Org API keys, OAuth access tokens, then those registered by features (`extras.tokenResolvers`). */
 export function tokenResolvers(s: Services): TokenResolver[] {
-  const extra = (s.extras.tokenResolvers as TokenResolver[] | undefined) ?? [];
-  const apiKeys = apiKeyResolver(s.db, s.handle.query);
-  return [async (t) => apiKeys(t), oauthAccessTokenResolver(s.db, () => s.now()), ...extra];
+  let own = builtIn.get(s);
+  if (!own) {
+    const apiKeys = apiKeyResolver(s.db, s.handle.query);
+    builtIn.set(s, (own = [(t) => apiKeys(t), oauthAccessTokenResolver(s.db, () => s.now())]));
+  }
+  const extra = s.extras.tokenResolvers as TokenResolver[] | undefined;
+  return extra?.length ? [...own, ...extra] : own;
 }
 
 export async function resolvePrincipal(s: Services, token: string, audience: string): Promise<Principal | null> {

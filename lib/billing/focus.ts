@@ -1,6 +1,8 @@
 /**
  * FOCUS 1.0–1.2 cost-and-usage ingestion: a streamed CSV (optionally gzip) → billing_line_items,
- * bulk-inserted in batches inside one transaction per file. Rows violating the spec are
+ * validated and encoded row by row in JS while PostgreSQL runs one COPY of the same stream
+ * (the two overlap on separate cores), inside one transaction per file that also replaces the
+ * earlier rows of its periods and rebuilds their report summaries. Rows violating the spec are
  * reported with their line numbers; by default one bad row rejects the whole file, with
  * `skipInvalid` the valid rows are kept. Re-importing a (provider, billing account, billing
  * period) replaces the rows imported before for it, so nothing is counted twice.
@@ -11,7 +13,10 @@ import type { Readable } from "node:stream";
 import type { Db } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { deriveCommitments } from "./inventory.ts";
-import { CsvSyntaxError, readCsv } from "./csvReader.ts";
+import { SummaryAccumulator, type SummaryInput } from "./summaryAccumulator.ts";
+import { rebuildBillingSummaries } from "./summaries.ts";
+import { collectGarbageHint } from "../adapters/gc.ts";
+import { CsvSyntaxError, detach, readCsv } from "./csvReader.ts";
 
 type Kind = "text" | "num" | "ts" | "json";
 
@@ -66,7 +71,17 @@ const REQUIRED_HEADERS = ["ProviderName", "BillingAccountId", "BillingPeriodStar
 const CHARGE_CATEGORIES = ["Usage", "Purchase", "Tax", "Credit", "Adjustment"];
 const FREQUENCIES = ["One-Time", "Recurring", "Usage-Based"];
 const PRICING = ["Standard", "Dynamic", "Committed", "Other"];
-const canon = (v: string, values: string[]) => values.find((x) => x.toLowerCase() === v.toLowerCase());
+/** The canonical spelling of an enumerated value, matched case-insensitively (exact spellings first: the common case). */
+function canonical(values: string[]): (v: string) => string | undefined {
+  const exact = new Map(values.map((x) => [x, x]));
+  const lower = new Map(values.map((x) => [x.toLowerCase(), x]));
+  return (v) => exact.get(v) ?? lower.get(v.toLowerCase());
+}
+const chargeCategoryOf = canonical(CHARGE_CATEGORIES);
+const frequencyOf = canonical(FREQUENCIES);
+const pricingCategoryOf = canonical(PRICING);
+const commitmentCategoryOf = canonical(["Spend", "Usage"]);
+const commitmentStatusOf = canonical(["Used", "Unused"]);
 
 const PROVIDER_NAMES: Record<string, Provider> = {
   aws: "aws",
@@ -104,7 +119,7 @@ function isoTimestamp(v: string): string | null {
   if (r !== undefined) return r;
   r = parseFocusTimestamp(v)?.toISOString() ?? null;
   if (tsCache.size >= 50_000) tsCache.clear();
-  tsCache.set(v, r);
+  tsCache.set(detach(v), r);
   return r;
 }
 
@@ -112,6 +127,8 @@ const isNull = (v: string | undefined) => v === undefined || v === "" || (v.leng
 const COLUMN_LIST = Object.entries(COLUMNS);
 /** Null per FOCUS exports: empty, the literal NULL (any case) or only blanks. */
 function nullable(v: string | undefined): string | null {
+  if (v === undefined || v === "") return null;
+  if (v.length !== 4 && v.charCodeAt(0) > 32 && v.charCodeAt(v.length - 1) > 32) return v;
   if (isNull(v)) return null;
   const c0 = v!.charCodeAt(0);
   const cn = v!.charCodeAt(v!.length - 1);
@@ -125,8 +142,6 @@ export interface ImportOptions {
   /** Values for columns absent from the file (e.g. ProviderName for a provider's own export). */
   defaults?: Record<string, string>;
   fileName?: string;
-  /** Rows per INSERT. */
-  batchSize?: number;
   /** Called for each rejected row (e.g. to write a rejects file). */
   onReject?: (reject: RejectedRow) => void | Promise<void>;
   /** Called every `progressEvery` rows with the rows read so far. */
@@ -168,14 +183,23 @@ export class FocusImportRejected extends Error {
 
 export class FocusFileError extends Error {}
 
-interface Mapped {
-  row: Record<string, unknown>;
+/** One valid record, encoded as a COPY text line, with what the import tracks about it. */
+interface Encoded {
+  /** COPY text cells of INSERT_COLUMNS, tab-separated, no line end. */
+  line: string;
   provider: Provider;
   month: string;
+  billingAccountId: string;
+  billingAccountName: string | null;
+  /** The linked account (else the billing account) and its name. */
+  accountId: string;
+  accountName: string | null;
+  commitmentId: string | null;
   billingPeriodClosed: boolean;
+  /** What the report summaries add up. */
+  summary: SummaryInput;
 }
 
-/** Maps and validates one record (header → value); returns errors when it violates the spec. */
 /** Where each column is in this file's header (computed once per file). */
 interface Layout {
   /** Field position of each COLUMN_LIST entry (-1: absent, then its default). */
@@ -185,7 +209,7 @@ interface Layout {
   required: [string, number, string | undefined][];
   index: Map<string, number>;
   defaults: Record<string, string>;
-  /** Columns kept in `extra` (x_ and other non-report columns). */
+  /** Columns kept in `extra` (x_ and other non-report columns), with their JSON-encoded key. */
   extraCols: [string, number][];
 }
 
@@ -199,163 +223,292 @@ export function layoutOf(header: string[], defaults: Record<string, string> = {}
     required: NOT_NULL.filter((c) => index.has(c) || defaults[c] !== undefined).map((c) => [c, at(c), defaults[c]]),
     index,
     defaults,
-    extraCols: header.map((h, i) => [h, i] as [string, number]).filter(([h]) => !CANONICAL.has(h.toLowerCase())),
+    extraCols: header.map((h, i) => [JSON.stringify(h), i] as [string, number]).filter(([h]) => !CANONICAL.has(JSON.parse(h).toLowerCase())),
   };
 }
 
-export function mapRecord(fields: string[], layout: Layout): Mapped | { errors: string[] } {
-  const errors: string[] = [];
+/** Bounded memo of per-value work: billing exports repeat the same tags and price details on many rows. */
+function memo<T>(limit: number, compute: (v: string) => T): (v: string) => T {
+  const cache = new Map<string, T>();
+  return (v) => {
+    let r = cache.get(v);
+    if (r === undefined && !cache.has(v)) {
+      r = compute(v);
+      if (cache.size >= limit) cache.clear();
+      cache.set(detach(v), r);
+    }
+    return r as T;
+  };
+}
+const isJsonObjectText = memo(10_000, (v) => {
+  try {
+    const parsed = JSON.parse(v);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
+});
+/** SkuPriceDetails: its instance type, and how it is kept in `extra` (the JSON itself, else the text as a JSON string). */
+const priceDetails = memo(10_000, (v): { instanceType: string | null; json: string } => {
+  try {
+    const d = JSON.parse(v);
+    const it = d?.InstanceType ?? d?.x_InstanceType ?? null;
+    return { instanceType: typeof it === "string" ? it : it === null ? null : String(it), json: JSON.stringify(d) };
+  } catch {
+    return { instanceType: null, json: JSON.stringify(v) };
+  }
+});
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+/** COPY text-format cell: \N for null, backslash escapes for the separators. */
+function copyCell(v: string | null): string {
+  if (v === null) return "\\N";
+  return COPY_SPECIAL.test(v) ? v.replace(/\\/g, "\\\\").replace(/\t/g, "\\t").replace(/\n/g, "\\n").replace(/\r/g, "\\r") : v;
+}
+
+/**
+ * Validates one record (fields in header order) and encodes it as a COPY line of INSERT_COLUMNS;
+ * returns the violations instead when it breaks the spec.
+ */
+function encodeRecord(fields: string[], layout: Layout): Encoded | { errors: string[] } {
+  let errors: string[] | null = null;
+  const fail = (m: string) => void (errors ??= []).push(m);
   const get = (c: string): string | null => {
     const i = layout.index.get(c);
     return nullable(i !== undefined ? fields[i] : layout.defaults[c]);
   };
   for (const [c, i, d] of layout.required) {
-    if (nullable(i >= 0 ? fields[i] : d) === null) errors.push(`${c} must not be null`);
+    if (nullable(i >= 0 ? fields[i] : d) === null) fail(`${c} must not be null`);
   }
-  const row: Record<string, unknown> = {};
+  const values: (string | null)[] = new Array(COLUMN_LIST.length);
   for (let k = 0; k < COLUMN_LIST.length; k++) {
-    const [focus, { col, kind }] = COLUMN_LIST[k]!;
     const p = layout.pos[k]!;
-    const v = nullable(p >= 0 ? fields[p] : layout.dflt[k]);
+    const raw = p >= 0 ? fields[p] : layout.dflt[k];
+    // nullable()'s common cases inline: this loop runs for every cell of the file.
+    const v = raw === undefined || raw === "" ? null : raw.length !== 4 && raw.charCodeAt(0) > 32 && raw.charCodeAt(raw.length - 1) > 32 ? raw : nullable(raw);
     if (v === null) {
-      row[col] = null;
+      values[k] = null;
       continue;
     }
-    if (kind === "num") {
-      if (!NUMBER.test(v.trim())) errors.push(`${focus} is not a decimal number: ${JSON.stringify(v.slice(0, 40))}`);
-      row[col] = v.trim();
+    const kind = COLUMN_LIST[k]![1].kind;
+    if (kind === "text") values[k] = v;
+    else if (kind === "num") {
+      const t = v.trim();
+      if (!NUMBER.test(t)) fail(`${COLUMN_LIST[k]![0]} is not a decimal number: ${JSON.stringify(v.slice(0, 40))}`);
+      values[k] = t;
     } else if (kind === "ts") {
       const d = isoTimestamp(v);
-      if (!d) errors.push(`${focus} is not a date-time: ${JSON.stringify(v.slice(0, 40))}`);
-      row[col] = d;
-    } else if (kind === "json") {
-      try {
-        const parsed = JSON.parse(v);
-        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error();
-        row[col] = v; // valid JSON object text: stored as is
-      } catch {
-        errors.push(`${focus} is not a JSON object`);
-      }
-    } else row[col] = v;
+      if (!d) fail(`${COLUMN_LIST[k]![0]} is not a date-time: ${JSON.stringify(v.slice(0, 40))}`);
+      values[k] = d;
+    } else {
+      if (!isJsonObjectText(v)) fail(`${COLUMN_LIST[k]![0]} is not a JSON object`);
+      values[k] = v; // valid JSON object text: stored as is
+    }
   }
 
   const providerRaw = get("ProviderName");
   const provider = providerRaw ? PROVIDER_NAMES[providerRaw.trim().toLowerCase()] : undefined;
-  if (providerRaw && !provider) errors.push(`ProviderName ${JSON.stringify(providerRaw)} is not a supported provider (aws, azure, gcp)`);
+  if (providerRaw && !provider) fail(`ProviderName ${JSON.stringify(providerRaw)} is not a supported provider (aws, azure, gcp)`);
 
   const bps = get("BillingPeriodStart");
   const bpStart = bps ? isoTimestamp(bps) : null;
-  if (bps && !bpStart) errors.push(`BillingPeriodStart is not a date-time: ${JSON.stringify(bps.slice(0, 40))}`);
+  if (bps && !bpStart) fail(`BillingPeriodStart is not a date-time: ${JSON.stringify(bps.slice(0, 40))}`);
   const bpe = get("BillingPeriodEnd");
-  if (bpe && !isoTimestamp(bpe)) errors.push(`BillingPeriodEnd is not a date-time: ${JSON.stringify(bpe.slice(0, 40))}`);
+  if (bpe && !isoTimestamp(bpe)) fail(`BillingPeriodEnd is not a date-time: ${JSON.stringify(bpe.slice(0, 40))}`);
 
-  const cat = row.charge_category as string | null;
+  const cat = values[C.charge_category];
   if (cat) {
-    const c = canon(cat, CHARGE_CATEGORIES);
-    if (!c) errors.push(`ChargeCategory ${JSON.stringify(cat)} is not one of ${CHARGE_CATEGORIES.join(", ")}`);
-    else row.charge_category = c;
+    const c = chargeCategoryOf(cat);
+    if (!c) fail(`ChargeCategory ${JSON.stringify(cat)} is not one of ${CHARGE_CATEGORIES.join(", ")}`);
+    else values[C.charge_category] = c;
   }
-  if (row.charge_frequency) {
-    const f = canon(String(row.charge_frequency), FREQUENCIES);
-    if (!f) errors.push(`ChargeFrequency ${JSON.stringify(row.charge_frequency)} is not one of ${FREQUENCIES.join(", ")}`);
-    else row.charge_frequency = f;
+  const freq = values[C.charge_frequency];
+  if (freq) {
+    const f = frequencyOf(freq);
+    if (!f) fail(`ChargeFrequency ${JSON.stringify(freq)} is not one of ${FREQUENCIES.join(", ")}`);
+    else values[C.charge_frequency] = f;
   }
-  if (row.pricing_category) row.pricing_category = canon(String(row.pricing_category), PRICING) ?? row.pricing_category;
-  if (row.charge_class && String(row.charge_class).toLowerCase() === "correction") row.charge_class = "Correction";
-  if (row.commitment_discount_category) {
-    const c = canon(String(row.commitment_discount_category), ["Spend", "Usage"]);
-    if (!c) errors.push(`CommitmentDiscountCategory ${JSON.stringify(row.commitment_discount_category)} is not Spend or Usage`);
-    else row.commitment_discount_category = c;
+  const pricing = values[C.pricing_category];
+  if (pricing) values[C.pricing_category] = pricingCategoryOf(pricing) ?? pricing;
+  const cls = values[C.charge_class];
+  if (cls && cls.toLowerCase() === "correction") values[C.charge_class] = "Correction";
+  const cdc = values[C.commitment_discount_category];
+  if (cdc) {
+    const c = commitmentCategoryOf(cdc);
+    if (!c) fail(`CommitmentDiscountCategory ${JSON.stringify(cdc)} is not Spend or Usage`);
+    else values[C.commitment_discount_category] = c;
   }
-  const status = row.commitment_discount_status as string | null;
+  const status = values[C.commitment_discount_status];
+  const category = values[C.charge_category];
   if (status) {
-    const s = canon(status, ["Used", "Unused"]);
-    if (!s) errors.push(`CommitmentDiscountStatus ${JSON.stringify(status)} is not Used or Unused`);
-    else row.commitment_discount_status = s;
-    if (!row.commitment_discount_id) errors.push("CommitmentDiscountStatus is set but CommitmentDiscountId is null");
-    if (row.charge_category && row.charge_category !== "Usage") errors.push("CommitmentDiscountStatus must be null unless ChargeCategory is Usage");
-  } else if (row.commitment_discount_id && row.charge_category === "Usage") {
-    errors.push("CommitmentDiscountStatus must not be null on a Usage row with a CommitmentDiscountId");
+    const st = commitmentStatusOf(status);
+    if (!st) fail(`CommitmentDiscountStatus ${JSON.stringify(status)} is not Used or Unused`);
+    else values[C.commitment_discount_status] = st;
+    if (!values[C.commitment_discount_id]) fail("CommitmentDiscountStatus is set but CommitmentDiscountId is null");
+    if (category && category !== "Usage") fail("CommitmentDiscountStatus must be null unless ChargeCategory is Usage");
+  } else if (values[C.commitment_discount_id] && category === "Usage") {
+    fail("CommitmentDiscountStatus must not be null on a Usage row with a CommitmentDiscountId");
   }
-  const s = row.charge_period_start as string | null;
-  const e = row.charge_period_end as string | null;
-  if (s && e && e < s) errors.push("ChargePeriodEnd is before ChargePeriodStart");
+  const s = values[C.charge_period_start];
+  const e = values[C.charge_period_end];
+  if (s && e && e < s) fail("ChargePeriodEnd is before ChargePeriodStart");
 
-  if (errors.length) return { errors };
+  if (errors) return { errors };
 
   // Instance type for plan-generation groups: SkuPriceDetails (FOCUS 1.1+) or an x_ column.
   let instanceType: string | null = get("x_InstanceType") ?? null;
   const details = get("SkuPriceDetails");
-  let extra: Record<string, unknown> | null = null;
+  let extra = "";
   if (details) {
-    try {
-      const d = JSON.parse(details);
-      instanceType ??= d?.InstanceType ?? d?.x_InstanceType ?? null;
-      (extra ??= {}).SkuPriceDetails = d;
-    } catch {
-      (extra ??= {}).SkuPriceDetails = details;
-    }
+    const d = priceDetails(details);
+    instanceType ??= d.instanceType;
+    extra = `"SkuPriceDetails":${d.json}`;
   }
   for (const [k, i] of layout.extraCols) {
     const v = fields[i];
-    if (!isNull(v)) (extra ??= {})[k] = v;
+    if (!isNull(v)) extra += `${extra ? "," : ""}${k}:${JSON.stringify(v)}`;
   }
-  row.instance_type = instanceType;
-  row.extra = extra;
-  row.provider = provider;
   const month = `${bpStart!.slice(0, 7)}-01`;
-  row.billing_period = month;
-  row.billing_currency ??= "USD";
-  return { row, provider: provider!, month, billingPeriodClosed: (get("BillingPeriodStatus") ?? "").toLowerCase() === "closed" };
+  values[C.billing_currency] ??= "USD";
+  let line = `${provider}\t${month}\t${copyCell(instanceType)}\t${extra ? copyCell(`{${extra}}`) : "\\N"}`;
+  for (let k = 0; k < values.length; k++) line += "\t" + copyCell(values[k]!);
+  const sub = values[C.sub_account_id];
+  const billingAccountId = values[C.billing_account_id]!;
+  const accountId = sub ?? billingAccountId;
+  const accountName = sub ? values[C.sub_account_name] : values[C.billing_account_name];
+  const commitmentId = values[C.commitment_discount_id];
+  return {
+    line,
+    provider: provider!,
+    month,
+    billingAccountId,
+    billingAccountName: values[C.billing_account_name],
+    accountId,
+    accountName,
+    commitmentId,
+    billingPeriodClosed: (get("BillingPeriodStatus") ?? "").toLowerCase() === "closed",
+    summary: {
+      provider: provider!,
+      billingAccountId,
+      month,
+      currency: values[C.billing_currency]!,
+      accountId,
+      accountName,
+      serviceCategory: values[C.service_category],
+      serviceName: values[C.service_name],
+      chargeStart: values[C.charge_period_start]!,
+      chargeCategory: values[C.charge_category]!,
+      commitmentId,
+      commitmentStatus: values[C.commitment_discount_status],
+      effectiveCost: values[C.effective_cost]!,
+      billedCost: values[C.billed_cost]!,
+      listCost: values[C.list_cost],
+      contractedCost: values[C.contracted_cost],
+    },
+  };
 }
 
-const INSERT_COLUMNS: [string, string][] = [
-  ["provider", "text"],
-  ["billing_period", "date"],
-  ["instance_type", "text"],
-  ["extra", "jsonb"],
-  ...Object.values(COLUMNS).map(({ col, kind }) => [col, kind === "num" ? "numeric" : kind === "ts" ? "timestamptz" : kind === "json" ? "jsonb" : "text"] as [string, string]),
-];
+/** Position of each billing_line_items column in COLUMN_LIST. */
+const C = Object.fromEntries(COLUMN_LIST.map(([, { col }], i) => [col, i])) as Record<string, number>;
 
-/** COPY text-format cell: \N for null, backslash escapes for the separators. */
-function copyCell(v: unknown): string {
-  if (v === null || v === undefined) return "\\N";
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return /[\\\t\n\r]/.test(s) ? s.replace(/\\/g, "\\\\").replace(/\t/g, "\\t").replace(/\n/g, "\\n").replace(/\r/g, "\\r") : s;
-}
+const INSERT_COLUMNS = ["provider", "billing_period", "instance_type", "extra", ...COLUMN_LIST.map(([, { col }]) => col)];
 
 /**
- * Bulk-inserts a batch inside the caller's transaction with COPY FROM STDIN (postgres.js) or
- * COPY FROM '/dev/blob' (PGlite), reaching the driver client under drizzle's transaction;
- * falls back to one multi-row INSERT … SELECT FROM json_to_recordset.
+ * The columns queries filter, join and group billing rows by: ANALYZE samples only these (the
+ * wide text and JSON columns would make it cost as much as a third of the import).
  */
-async function insertBatch(tx: any, orgId: string, importId: string, batch: Record<string, unknown>[]) {
-  const cols = INSERT_COLUMNS.map(([c]) => c);
+const ANALYZED_COLUMNS = ["org_id", "billing_period", "provider", "billing_account_id", "sub_account_id", "charge_category", "charge_period_start", "commitment_discount_id", "commitment_discount_status", "service_name", "region_id", "resource_id", "instance_type"];
+
+/** Where the import's COPY lines go: fed in order, ended once, or aborted (nothing kept). */
+interface CopySink {
+  write(lines: string): Promise<void>;
+  end(): Promise<void>;
+  abort(e: unknown): Promise<void>;
+}
+
+/** Bytes of COPY text handed to the driver at once. */
+const COPY_CHUNK_BYTES = 1 << 18;
+const GC_EVERY_BYTES = 32 << 20;
+/** PGlite takes COPY input as one blob per statement: rows per statement. */
+const PGLITE_COPY_BYTES = 8 << 20;
+
+/**
+ * COPY into billing_line_items inside the caller's transaction, reaching the driver client under
+ * drizzle's transaction: postgres.js streams one COPY FROM STDIN for the whole file (socket
+ * backpressure bounds memory); PGlite runs one COPY FROM '/dev/blob' per few MB.
+ */
+function copySink(tx: any, orgId: string, importId: string): CopySink {
+  const copySql = `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`;
   const client = tx?.session?.client;
-  const copySql = `COPY billing_line_items (org_id, import_id, ${cols.join(", ")}) FROM STDIN`;
-  if (client && (typeof client.unsafe === "function" || typeof client.query === "function")) {
-    let text = "";
-    const prefix = `${orgId}\t${importId}\t`;
-    for (const r of batch) text += prefix + cols.map((c) => copyCell(r[c])).join("\t") + "\n";
-    if (typeof client.unsafe === "function") {
-      const w = await client.unsafe(copySql).writable();
-      await new Promise<void>((resolve, reject) => {
-        w.once("error", reject);
-        w.once("finish", resolve);
-        w.end(text);
-      });
-    } else {
-      await client.query(copySql.replace("FROM STDIN", "FROM '/dev/blob'"), [], { blob: new Blob([text]) });
-    }
-    return;
+  if (client && typeof client.unsafe === "function") {
+    let writable: import("node:stream").Writable | null = null;
+    let failed: unknown = null;
+    /** Rejects when the server ends the COPY with an error (a constraint, a cancel): a pending write never completes then. */
+    let serverFailure: Promise<never> = new Promise(() => {});
+    const open = async () => {
+      const query = client.unsafe(copySql);
+      serverFailure = Promise.resolve(query).then(
+        () => new Promise<never>(() => {}),
+        (e: unknown) => {
+          failed ??= e;
+          throw e;
+        },
+      );
+      serverFailure.catch(() => {});
+      const w: import("node:stream").Writable = await query.writable();
+      w.on("error", (e) => (failed ??= e));
+      return w;
+    };
+    return {
+      async write(lines) {
+        writable ??= await open();
+        if (failed) throw failed;
+        // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
+        const w = writable;
+        await Promise.race([new Promise<void>((resolve, reject) => w.write(lines, (e) => (e ? reject(e) : resolve()))), serverFailure]);
+      },
+      async end() {
+        if (!writable) return;
+        const w = writable;
+        await Promise.race([
+          new Promise<void>((resolve, reject) => {
+            w.once("error", reject);
+            w.end(() => resolve());
+          }),
+          serverFailure,
+        ]);
+        if (failed) throw failed;
+      },
+      async abort(e) {
+        if (!writable || writable.destroyed) return;
+        const w = writable;
+        await new Promise<void>((resolve) => {
+          w.once("close", resolve);
+          w.destroy(e instanceof Error ? e : new Error(String(e)));
+        });
+      },
+    };
   }
-  await queryRows(
-    tx,
-    `INSERT INTO billing_line_items (org_id, import_id, ${cols.join(", ")})
-     SELECT $1::uuid, $2::uuid, ${cols.map((c) => `r.${c}`).join(", ")}
-     FROM json_to_recordset($3::json) AS r(${INSERT_COLUMNS.map(([c, t]) => `${c} ${t}`).join(", ")})`,
-    [orgId, importId, JSON.stringify(batch.map((r) => (typeof r.tags === "string" ? { ...r, tags: JSON.parse(r.tags) } : r)))],
-  );
+  if (client && typeof client.query === "function") {
+    let pending = "";
+    const flush = async () => {
+      if (!pending) return;
+      const blob = new Blob([pending]);
+      pending = "";
+      await client.query(copySql.replace("FROM STDIN", "FROM '/dev/blob'"), [], { blob });
+    };
+    return {
+      async write(lines) {
+        pending += lines;
+        if (pending.length >= PGLITE_COPY_BYTES) await flush();
+      },
+      end: flush,
+      async abort() {
+        pending = "";
+      },
+    };
+  }
+  throw new Error("importFocus: the database driver offers no COPY");
 }
 
 async function* csvRecords(input: AsyncIterable<string | Uint8Array>) {
@@ -378,12 +531,14 @@ export function openFocusFile(path: string): Readable {
  * validated and inserted batch by batch inside one transaction.
  */
 export async function importFocus(db: Db, orgId: string, input: Readable | AsyncIterable<string | Buffer>, opts: ImportOptions = {}): Promise<ImportResult> {
-  const batchSize = opts.batchSize ?? 2000;
   const defaults = opts.defaults ?? {};
   const fileName = opts.fileName ?? "upload.csv";
   const progressEvery = opts.progressEvery ?? 50_000;
 
   return db.transaction(async (tx) => {
+    // The file's one COPY lasts as long as the file (minutes at 10 M rows), and an import may wait
+    // for another of the same org: the sessions' statement timeout does not apply to imports.
+    await queryRows(tx, `SET LOCAL statement_timeout = 0`);
     // One import per org at a time: the replace-by-period step must see earlier imports committed.
     await queryRows(tx, `SELECT pg_advisory_xact_lock(hashtext('commitops:focus-import:' || $1::text))`, [orgId]);
     const [imp] = await queryRows<{ id: string }>(tx, `INSERT INTO billing_imports (org_id, file_name) VALUES ($1::uuid, $2) RETURNING id`, [orgId, fileName]);
@@ -400,72 +555,76 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const closedPeriods = new Set<string>();
     const accounts = new Map<string, { provider: Provider; account_id: string; name: string | null; billing_account_id: string | null; billing_account_name: string | null }>();
     const commitmentIds = new Set<string>();
-    let batch: Record<string, unknown>[] = [];
-
-    // One batch is written while the next is parsed (the server works while JS parses);
-    // a failed write surfaces at the next flush or at the end, and rolls everything back.
-    let writing: Promise<void> = Promise.resolve();
-    let writeError: unknown = null;
-    const flush = async () => {
-      await writing;
-      if (writeError) throw writeError;
-      if (!batch.length) return;
-      if (rejected === 0 || opts.skipInvalid) {
-        writing = insertBatch(tx, orgId, importId, batch).catch((e) => {
-          writeError = e;
-        });
+    const sink = copySink(tx, orgId, importId);
+    let chunk = "";
+    let bytesSinceCollect = 0;
+    const summaries = new SummaryAccumulator();
+    const prefix = `${orgId}\t${importId}\t`;
+    try {
+      const records = csvRecords(input as AsyncIterable<string | Uint8Array>);
+      for await (const { fields, line } of records) {
+        if (!header) {
+          header = fields.map((h) => {
+            const name = h.trim();
+            return CANONICAL.get(name.toLowerCase()) ?? name;
+          });
+          present = new Set(header);
+          layout = layoutOf(header, defaults);
+          const missing = REQUIRED_HEADERS.filter((c) => !present.has(c) && defaults[c] === undefined);
+          if (missing.length) throw new FocusFileError(`The file is missing required FOCUS column(s): ${missing.join(", ")}.`);
+          continue;
+        }
+        rowsRead++;
+        if (opts.onProgress && rowsRead % progressEvery === 0) opts.onProgress(rowsRead);
+        const m = fields.length !== header.length ? { errors: [`has ${fields.length} fields, the header has ${header.length}`] } : encodeRecord(fields, layout!);
+        if ("errors" in m) {
+          const rec: Record<string, string> = {};
+          for (let i = 0; i < header.length; i++) rec[header[i]!] = fields[i] ?? "";
+          rejected++;
+          if (rejects.length < 1000) rejects.push({ line, errors: m.errors });
+          await opts.onReject?.({ line, errors: m.errors, record: rec });
+          continue;
+        }
+        const pkey = `${m.provider}\u0000${m.billingAccountId}\u0000${m.month}`;
+        if (!periods.has(pkey)) periods.set(pkey, { provider: m.provider, billing_account_id: detach(m.billingAccountId), month: m.month });
+        if (m.billingPeriodClosed) closedPeriods.add(`${m.provider}\u0000${m.month}`);
+        const akey = `${m.provider}\u0000${m.accountId}`;
+        if (!accounts.has(akey))
+          accounts.set(akey, {
+            provider: m.provider,
+            account_id: detach(m.accountId),
+            name: detach(m.accountName),
+            billing_account_id: detach(m.billingAccountId),
+            billing_account_name: detach(m.billingAccountName),
+          });
+        if (m.commitmentId && commitmentIds.size < 100_000) commitmentIds.add(`${m.provider}\u0000${m.commitmentId}`);
+        imported++;
+        // Once a row is rejected without skipInvalid nothing will be kept: stop writing, keep validating.
+        if (rejected === 0 || opts.skipInvalid) {
+          summaries.add(m.summary);
+          chunk += prefix + m.line + "\n";
+          if (chunk.length >= COPY_CHUNK_BYTES) {
+            const out = chunk;
+            chunk = "";
+            await sink.write(out);
+            // The heap holds little (one chunk, caches, summary groups) but the garbage of 100k
+            // rows accumulates between the collector's own runs: collect every 32 MB of COPY text.
+            if ((bytesSinceCollect += out.length) >= GC_EVERY_BYTES) {
+              bytesSinceCollect = 0;
+              collectGarbageHint();
+            }
+          }
+        }
       }
-      batch = [];
-    };
-
-    const records = csvRecords(input as AsyncIterable<string | Uint8Array>);
-    for await (const { fields, line } of records) {
-      if (!header) {
-        header = fields.map((h) => {
-          const name = h.trim();
-          return CANONICAL.get(name.toLowerCase()) ?? name;
-        });
-        present = new Set(header);
-        layout = layoutOf(header, defaults);
-        const missing = REQUIRED_HEADERS.filter((c) => !present.has(c) && defaults[c] === undefined);
-        if (missing.length) throw new FocusFileError(`The file is missing required FOCUS column(s): ${missing.join(", ")}.`);
-        continue;
-      }
-      rowsRead++;
-      if (opts.onProgress && rowsRead % progressEvery === 0) opts.onProgress(rowsRead);
-      const m = fields.length !== header.length ? { errors: [`has ${fields.length} fields, the header has ${header.length}`] } : mapRecord(fields, layout!);
-      if ("errors" in m) {
-        const rec: Record<string, string> = {};
-        for (let i = 0; i < header.length; i++) rec[header[i]!] = fields[i] ?? "";
-        rejected++;
-        if (rejects.length < 1000) rejects.push({ line, errors: m.errors });
-        await opts.onReject?.({ line, errors: m.errors, record: rec });
-        continue;
-      }
-      const r = m.row;
-      const pkey = `${m.provider}\u0000${r.billing_account_id}\u0000${m.month}`;
-      if (!periods.has(pkey)) periods.set(pkey, { provider: m.provider, billing_account_id: String(r.billing_account_id), month: m.month });
-      if (m.billingPeriodClosed) closedPeriods.add(`${m.provider}\u0000${m.month}`);
-      const acct = (r.sub_account_id ?? r.billing_account_id) as string;
-      const akey = `${m.provider}\u0000${acct}`;
-      if (!accounts.has(akey))
-        accounts.set(akey, {
-          provider: m.provider,
-          account_id: acct,
-          name: (r.sub_account_id ? r.sub_account_name : r.billing_account_name) as string | null,
-          billing_account_id: r.billing_account_id as string,
-          billing_account_name: r.billing_account_name as string | null,
-        });
-      if (r.commitment_discount_id && commitmentIds.size < 100_000) commitmentIds.add(`${m.provider}\u0000${r.commitment_discount_id}`);
-      imported++;
-      batch.push(r);
-      if (batch.length >= batchSize) await flush();
+      if (!header) throw new FocusFileError("The file is empty (no header row).");
+      if (rejected > 0 && !opts.skipInvalid) throw new FocusImportRejected(rejected, rejects);
+      if (chunk) await sink.write(chunk);
+      chunk = "";
+      await sink.end();
+    } catch (e) {
+      await sink.abort(e);
+      throw e;
     }
-    if (!header) throw new FocusFileError("The file is empty (no header row).");
-    if (rejected > 0 && !opts.skipInvalid) throw new FocusImportRejected(rejected, rejects);
-    await flush();
-    await writing;
-    if (writeError) throw writeError;
     opts.onProgress?.(rowsRead);
 
     // Replace what earlier imports loaded for the same (provider, billing account, month).
@@ -482,8 +641,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
          SELECT count(*) AS n FROM d`,
         [orgId, JSON.stringify(periodList), importId],
       );
-      replaced = Number(del[0]?.n ?? 0);
-      await queryRows(
+      replaced = Number(del[0]?.n ?? 0);      await queryRows(
         tx,
         `INSERT INTO billing_periods (org_id, provider, month, status)
          SELECT DISTINCT $1::uuid, p.provider, p.month, 'open' FROM json_to_recordset($2::json) AS p(provider text, month date)
@@ -524,7 +682,15 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
           return { provider: provider as Provider, id: id! };
         }))
       : 0;
+    // Amounts past 15 integer digits cannot be added exactly in JS: PostgreSQL sums those periods.
+    if (summaries.exact) await summaries.write(tx, orgId, periodList);
+    else await rebuildBillingSummaries(tx, orgId, periodList);
     await queryRows(tx, `UPDATE billing_imports SET rows_imported = $2, rows_rejected = $3 WHERE id = $1::uuid`, [importId, imported, rejected]);
+    // Statistics of what was written, committed with it: a planner that believes the month is
+    // empty picks nested loops that re-read it per account (minutes instead of seconds).
+    if (imported || replaced) {
+      for (const target of [`billing_line_items (${ANALYZED_COLUMNS.join(", ")})`, "billing_cost_summaries", "commitment_usage_summaries"]) await queryRows(tx, `ANALYZE ${target}`);
+    }
     return {
       import_id: importId,
       file_name: fileName,

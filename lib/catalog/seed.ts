@@ -15,6 +15,8 @@ import { CATALOG_SKUS_CSV, PRICES_CSV, SNAPSHOT_VERSION as SNAPSHOT_DATA_VERSION
  */
 const SEED_REVISION = 2;
 const SNAPSHOT_VERSION = `${SNAPSHOT_DATA_VERSION}+r${SEED_REVISION}`;
+/** The version `ensurePublicCatalog` applies (and records in catalog_seed_state). */
+export const PUBLIC_CATALOG_VERSION = SNAPSHOT_VERSION;
 
 /** The feed name of the bundled public snapshot (re-seeding withdraws only its own rows). */
 export const SNAPSHOT_FEED = "public_snapshot";

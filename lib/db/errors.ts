@@ -15,6 +15,15 @@ export function pgErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** A streamed query produced no first batch within its time limit; it was cancelled at the server. */
+export class QueryTimeoutError extends Error {
+  readonly code = "QUERY_TIMEOUT";
+  constructor(readonly timeoutMs: number) {
+    super(`the query produced no rows within ${timeoutMs} ms and was cancelled`);
+    this.name = "QueryTimeoutError";
+  }
+}
+
 /**
  * Thrown (as a socket error, so postgres.js fails the query with it) while the connection guard
  * knows the server is unreachable: the request fails at once instead of waiting for a timeout.

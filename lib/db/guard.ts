@@ -383,6 +383,25 @@ export class ConnectionGuard {
       tap.onWrite(chunk, performance.now());
       return (write as any).call(socket, chunk, ...rest);
     };
+    // A failed connection is reported closed right after its error. postgres.js fails the
+    // statements sent on a connection at its socket's 'error', but takes the connection out of
+    // service only at 'close', which Bun emits a little later (timers run in between): a
+    // statement it pipelined onto the connection in that gap was never settled, and a request
+    // hung for good (seen when a retry after a killed connection landed there). So the 'close'
+    // follows the 'error' at once (after postgres.js has failed what was sent, with the error's
+    // own code), reports no error so postgres.js fails anything still pending with
+    // CONNECTION_CLOSED (a read is retried once, else 503), and is reported only once.
+    const emit = socket.emit;
+    let closeReported = false;
+    (socket as any).emit = function (this: net.Socket, event: string | symbol, ...args: unknown[]) {
+      if (event !== "close") return emit.call(this, event, ...args);
+      if (closeReported) return false;
+      closeReported = true;
+      const r = emit.call(this, "close", false);
+      // postgres.js drops every listener at close; an error the socket still emits must not throw.
+      socket.on("error", () => {});
+      return r;
+    };
     socket.on("data", (d: Buffer) => {
       const now = performance.now();
       this.lastByteAt = now;
@@ -390,6 +409,7 @@ export class ConnectionGuard {
     });
     socket.on("error", (e) => {
       tap.error = e;
+      queueMicrotask(() => socket.emit("close", false));
     });
     socket.on("close", () => {
       const dueReply = tap.waiting && !tap.terminating;

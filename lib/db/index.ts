@@ -3,10 +3,12 @@ import type { Logger } from "../log.ts";
 import { openPglite } from "./pglite.ts";
 import { openPostgres, type PostgresSettings } from "./postgres.ts";
 import { migrate } from "./migrate.ts";
+import { checkReadReplicaUrls, openReadReplica } from "./replica.ts";
 
-export type { DatabaseHandle, Db, Tx, DbOrTx } from "./types.ts";
-export { pgErrorCode, isDatabaseUnavailable } from "./errors.ts";
+export type { DatabaseHandle, Db, Tx, DbOrTx, QueryOptions, StreamOptions } from "./types.ts";
+export { pgErrorCode, isDatabaseUnavailable, QueryTimeoutError } from "./errors.ts";
 export { postgresSettings, type PostgresSettings } from "./postgres.ts";
+export { readConsistent, readerOf, ReadReplicaConfigError, type ReadConsistentOptions } from "./replica.ts";
 
 export interface OpenDbOptions {
   /** postgres://… selects the PostgreSQL server; otherwise PGlite. */
@@ -19,9 +21,15 @@ export interface OpenDbOptions {
   log?: Logger;
   /** PostgreSQL pool timeouts and limits, over those of the environment (`postgresSettings`). */
   postgres?: Partial<PostgresSettings>;
+  /**
+   * postgres://… of a read replica of `url` (DATABASE_READ_URL): opened read-only, without
+   * migrations, as `handle.replica` (closed with the handle). Refused with PGlite.
+   */
+  readUrl?: string;
 }
 
 export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> {
+  checkReadReplicaUrls(opts.url, opts.readUrl);
   const handle =
     opts.url && /^postgres(ql)?:\/\//.test(opts.url)
       ? await openPostgres(opts.url, { log: opts.log, settings: opts.postgres })
@@ -33,6 +41,15 @@ export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> 
       await handle.close().catch(() => {});
       throw e;
     }
+  }
+  if (opts.readUrl) {
+    const replica = await openReadReplica(opts.readUrl, { log: opts.log, settings: opts.postgres });
+    const closePrimary = handle.close.bind(handle);
+    handle.replica = replica;
+    handle.close = async () => {
+      await replica.close().catch(() => {});
+      await closePrimary();
+    };
   }
   return handle;
 }

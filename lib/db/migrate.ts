@@ -10,6 +10,7 @@ const MIGRATION_LOCK_KEY = 727_001;
  * (drizzle/migrations.gen.ts) so the compiled binary needs no migration folder on disk.
  */
 export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+  if (await upToDate(handle)) return [];
   const applied: string[] = [];
   await handle.db.transaction(async (tx) => {
     const run = async (text: string) => (tx as any).execute(rawSql(text));
@@ -27,6 +28,22 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
     }
   });
   return applied;
+}
+
+/**
+ * The common case, a database already migrated, in one read without a transaction or the lock
+ * (a round trip instead of six at every start). A migration another replica is applying is not
+ * committed, so it reads as missing: the locked path then waits for it.
+ */
+async function upToDate(handle: DatabaseHandle): Promise<boolean> {
+  let rows: { tag: string }[];
+  try {
+    rows = await handle.query<{ tag: string }>(`SELECT tag FROM commitops_migrations`);
+  } catch {
+    return false; // no table yet (a new database), or anything else: the locked path decides
+  }
+  const done = new Set(rows.map((r) => r.tag));
+  return migrations.every((m) => done.has(m.tag));
 }
 
 import { sql } from "drizzle-orm";

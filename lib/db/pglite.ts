@@ -1,9 +1,26 @@
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
-import { mkdirSync, existsSync, readFileSync, writeFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { migrations } from "../../drizzle/migrations.gen.ts";
+import { migrate } from "./migrate.ts";
 import * as schema from "./schema/index.ts";
-import type { DatabaseHandle, Db } from "./types.ts";
+import type { DatabaseHandle, Db, QueryOptions } from "./types.ts";
+import { yieldingClient } from "./pgliteYield.ts";
+import {
+  archiveDataDir,
+  embeddedTemplate,
+  extractTemplate,
+  installedPgliteVersion,
+  migrationsHash,
+  templateCachePath,
+  templateMatches,
+  templateMeta,
+  templatesEnabled,
+  unpackTemplate,
+  writeTemplate,
+} from "./pgliteTemplate.ts";
 
 export class DataDirLockedError extends Error {
   constructor(readonly dataDir: string, readonly pid: number) {
@@ -53,29 +70,214 @@ export function setPgliteAssets(loader: () => Promise<PgliteAssets>) {
   assetLoader = loader;
 }
 
-async function pgliteOptions() {
-  if (!assetLoader) return {};
-  const a = await assetLoader();
-  return {
-    pgliteWasmModule: await WebAssembly.compile(a.pgliteWasm),
-    initdbWasmModule: await WebAssembly.compile(a.initdbWasm),
-    fsBundle: new Blob([a.fsBundle]),
+let compiled: Promise<{ pgliteWasmModule?: WebAssembly.Module; initdbWasmModule?: WebAssembly.Module; fsBundle?: Blob }> | undefined;
+/** PGlite's options for the embedded assets, compiled once per process (modules are reusable). */
+function pgliteOptions() {
+  if (!assetLoader) return Promise.resolve({});
+  compiled ??= (async () => {
+    const a = await assetLoader!();
+    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([WebAssembly.compile(a.pgliteWasm), WebAssembly.compile(a.initdbWasm)]);
+    return { pgliteWasmModule, initdbWasmModule, fsBundle: new Blob([a.fsBundle]) };
+  })();
+  compiled.catch(() => (compiled = undefined));
+  return compiled;
+}
+
+/**
+ * Starts compiling PGlite's wasm (≈ 0.3–0.7 s, off this thread) now, so that it overlaps the
+ * rest of the start-up (module loading, unpacking the template): the binary's entry calls it
+ * when the database will be the embedded one.
+ */
+export function prewarmPglite(): void {
+  void pgliteOptions().catch(() => {});
+}
+
+/**
+ * An argument of `EXECUTE`, spelled as an escape string constant (its meaning does not depend on
+ * standard_conforming_strings) that the prepared statement's parameter type then reads, as it
+ * reads the text of a bound parameter. Only strings, numbers and null are spelled; anything else
+ * (a boolean, a Date, an array, an object, a NUL character, a non-finite number) is undefined and
+ * the call runs as a plain parameterised query, serialized by PGlite as always.
+ */
+export function executeArgument(v: unknown): string | undefined {
+  let s: string;
+  if (v === null) return "NULL";
+  if (typeof v === "string") s = v;
+  else if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "bigint") s = String(v);
+  else return undefined;
+  if (s.includes("\u0000")) return undefined;
+  return `E'${s.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+}
+
+/**
+ * Prepared statements of PGlite's one session (`query(…, { prepare: true })`). PGlite parses,
+ * analyses and plans a parameterised query on every call (its extended protocol uses the unnamed
+ * statement), which for the API-key lookup cost more than running the plan; a statement
+ * `PREPARE`d once and run with `EXECUTE` skips that work.
+ */
+function preparedStatements(client: PGlite) {
+  /** SQL text → statement name; null: it cannot be prepared (plain queries then). */
+  const names = new Map<string, Promise<string | null>>();
+  let seq = 0;
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (!name) {
+      const n = `commitops_prepared_${++seq}`;
+      // A statement PostgreSQL cannot prepare alone (e.g. a parameter of undeterminable type)
+      // still runs as a plain query, which reports any real error itself.
+      name = client.exec(`PREPARE ${n} AS ${text}`).then(
+        () => n,
+        () => null,
+      );
+      names.set(text, name);
+    }
+    return name;
+  };
+  return async <T>(text: string, params: unknown[]): Promise<T[]> => {
+    const args: string[] = [];
+    for (const p of params) {
+      const a = executeArgument(p);
+      if (a === undefined) return (await client.query<T>(text, params as any[])).rows;
+      args.push(a);
+    }
+    const name = await nameOf(text);
+    if (!name) return (await client.query<T>(text, params as any[])).rows;
+    const execute = `EXECUTE ${name}${args.length ? `(${args.join(", ")})` : ""}`;
+    try {
+      return (await client.query<T>(execute)).rows;
+    } catch (e) {
+      // Deallocated behind our back (DEALLOCATE / DISCARD ALL): prepared again next time.
+      if ((e as { code?: string })?.code === "26000") names.delete(text);
+      else throw e;
+      return (await client.query<T>(text, params as any[])).rows;
+    }
   };
 }
 
-/** Opens PGlite: persisted under `dataDir`, or in memory when dataDir is undefined. */
-export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
+/**
+ * The template of a fresh embedded database (lib/db/pgliteTemplate.ts): PGlite's initdb, every
+ * migration and the public price catalog (reference data every deployment loads at its first
+ * start, lib/catalog/seed.ts), run in a scratch directory, shut down cleanly and archived.
+ */
+export async function buildPgliteTemplate(): Promise<Uint8Array> {
+  const tmp = mkdtempSync(join(tmpdir(), "commitops-pglite-template-"));
+  try {
+    return await buildTemplateIn(tmp);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Builds the template's data directory in `scratch`/pg (left there) and returns its archive. */
+async function buildTemplateIn(scratch: string): Promise<Uint8Array> {
+  const { ensurePublicCatalog } = await import("../catalog/seed.ts");
+  const handle = await openPglite(scratch, { template: false });
+  let catalog: string;
+  try {
+    await migrate(handle);
+    catalog = (await ensurePublicCatalog(handle.db)).version;
+  } finally {
+    await handle.close();
+  }
+  return archiveDataDir(join(scratch, "pg"), { migrations: migrationsHash(), tags: migrations.map((m) => m.tag), pglite: installedPgliteVersion(), catalog });
+}
+
+/** The checkout's cached template when it matches the migrations, PGlite and the public catalog. */
+async function cachedTemplate(): Promise<Uint8Array | null> {
+  const cache = templateCachePath();
+  if (!cache || !existsSync(cache)) return null;
+  const { PUBLIC_CATALOG_VERSION } = await import("../catalog/seed.ts");
+  const archive = new Uint8Array(readFileSync(cache));
+  return templateMatches(templateMeta(unpackTemplate(archive)), installedPgliteVersion(), PUBLIC_CATALOG_VERSION) ? archive : null;
+}
+
+function cacheTemplate(archive: Uint8Array): void {
+  const cache = templateCachePath();
+  if (!cache) return;
+  try {
+    writeTemplate(cache, archive);
+  } catch {}
+}
+
+/**
+ * The gzipped template of this checkout (scripts/build.ts embeds it in the binary): the cached
+ * one when it matches, else one built now and cached.
+ */
+export async function pgliteTemplateArchive(): Promise<Uint8Array> {
+  const cached = await cachedTemplate();
+  if (cached) return cached;
+  const archive = await buildPgliteTemplate();
+  cacheTemplate(archive);
+  return archive;
+}
+
+/**
+ * A data directory that does not exist yet starts as a copy of the template: the one embedded in
+ * the binary, else the checkout's cached one, else one built now and cached for the next fresh
+ * start. PGlite then opens it as an existing database, and `migrate` finds nothing to apply.
+ * Without a template (COMMITOPS_PGLITE_TEMPLATE=off, nowhere to cache one) PGlite runs initdb.
+ */
+async function startFromTemplate(pgDir: string): Promise<boolean> {
+  if (!templatesEnabled()) return false;
+  if (existsSync(pgDir)) {
+    if (readdirSync(pgDir).length) return false;
+    rmSync(pgDir, { recursive: true, force: true });
+  }
+  let tar = await embeddedTemplate();
+  if (!tar) {
+    const cached = await cachedTemplate().catch(() => null);
+    tar = cached && unpackTemplate(cached);
+  }
+  if (tar) {
+    extractTemplate(tar, pgDir);
+    return true;
+  }
+  if (!templateCachePath()) return false;
+  // The checkout's first fresh start: the template is built next to the data directory, cached,
+  // and its directory becomes this database (no extraction). Should building it fail, the normal
+  // path runs (and reports any real problem).
+  const scratch = `${pgDir}.template-${process.pid}`;
+  try {
+    rmSync(scratch, { recursive: true, force: true });
+    cacheTemplate(await buildTemplateIn(scratch));
+    renameSync(join(scratch, "pg"), pgDir);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Opens PGlite: persisted under `dataDir`, or in memory when dataDir is undefined. A new data
+ * directory starts from the template (`template: false`: PGlite's own initdb).
+ */
+export async function openPglite(dataDir?: string, opts: { template?: boolean } = {}): Promise<DatabaseHandle> {
   let unlock = () => {};
   let client: PGlite;
   if (dataDir) {
     const dir = resolve(dataDir);
     mkdirSync(dir, { recursive: true });
     unlock = lockDataDir(dir);
-    client = await PGlite.create({ dataDir: join(dir, "pg"), ...(await pgliteOptions()) });
+    try {
+      const pgDir = join(dir, "pg");
+      const options = pgliteOptions(); // compiles while the template is unpacked
+      if (opts.template !== false) await startFromTemplate(pgDir);
+      client = await PGlite.create({ dataDir: pgDir, ...(await options) });
+    } catch (e) {
+      unlock();
+      throw e;
+    }
   } else {
     client = await PGlite.create({ ...(await pgliteOptions()) });
   }
+  // Every statement goes through the yielding wrapper: long chains of statements let the HTTP
+  // server take its turns (pgliteYield.ts).
+  const yielding = yieldingClient(client);
+  client = yielding.client;
   const db = drizzle(client, { schema }) as unknown as Db;
+  const prepared = preparedStatements(client);
   let closed = false;
   let cursorSeq = 0;
   return {
@@ -83,7 +285,8 @@ export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
     driver: "pglite",
     poolSize: 1,
     description: dataDir ? `pglite:${resolve(dataDir)}` : "pglite:memory",
-    async query<T>(text: string, params: unknown[] = []) {
+    async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
+      if (options?.prepare) return prepared<T>(text, params);
       const r = await client.query(text, params as any[]);
       return r.rows as T[];
     },
@@ -103,6 +306,13 @@ export async function openPglite(dataDir?: string): Promise<DatabaseHandle> {
       } finally {
         if (!closed) await client.query(`CLOSE ${cursor}`).catch(() => {});
       }
+    },
+    async ping() {
+      if (closed) throw new Error("The embedded database is closed");
+      // Busy with statements (say the background demo seed): it is up, and a SELECT 1 would only
+      // queue behind them on the one connection.
+      if (yielding.inFlight() > 0) return;
+      await client.query("SELECT 1");
     },
     async close() {
       if (closed) return;

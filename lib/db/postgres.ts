@@ -1,9 +1,9 @@
 import postgres from "postgres";
 import { drizzle } from "drizzle-orm/postgres-js";
 import * as schema from "./schema/index.ts";
-import type { DatabaseHandle, Db } from "./types.ts";
+import type { DatabaseHandle, Db, QueryOptions, StreamOptions } from "./types.ts";
 import { ConnectionGuard, type ProbeClient } from "./guard.ts";
-import { isConnectionLost } from "./errors.ts";
+import { isConnectionLost, QueryTimeoutError } from "./errors.ts";
 import { createLogger, parseLogLevel, type Logger } from "../log.ts";
 import { nonNegativeInt, positiveInt } from "../config.ts";
 
@@ -80,6 +80,9 @@ export function tlsOf(url: string, env: Record<string, string | undefined> = pro
  */
 const RETRYABLE = /^\s*(?:select|show)\b/i;
 
+/** postgres.js options of a `prepare: true` query (its `unsafe` prepares nothing by default). */
+const PREPARED = { prepare: true } as const;
+
 /** Lets the event loop take in pending socket events (other connections' closes) before a retry. */
 const settle = () => new Promise<void>((r) => setTimeout(r, 1));
 
@@ -139,6 +142,18 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
 
   const mayRetry = (e: unknown) => isConnectionLost(e) && guard.state === "up";
 
+  /** Runs a read (`make`), and once more when its connection was found dead. */
+  const withRetry = async (make: () => Promise<any>): Promise<any> => {
+    try {
+      return await make();
+    } catch (e) {
+      if (!mayRetry(e)) throw e;
+      log.debug("database statement retried on another connection (its connection was lost)", { code: (e as any)?.code });
+      await settle();
+      return await make();
+    }
+  };
+
   /**
    * `client.unsafe` for a read outside a transaction: a lazy thenable (as postgres.js queries
    * are) that runs the statement and, when its connection was found dead, runs it once more.
@@ -151,17 +166,7 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       const q = client.unsafe(text, params, options);
       return values ? q.values() : q;
     };
-    const run = () =>
-      (promise ??= (async () => {
-        try {
-          return await make();
-        } catch (e) {
-          if (!mayRetry(e)) throw e;
-          log.debug("database statement retried on another connection (its connection was lost)", { code: (e as any)?.code });
-          await settle();
-          return await make();
-        }
-      })());
+    const run = () => (promise ??= withRetry(make));
     const wrapper: any = {
       values() {
         values = true;
@@ -212,23 +217,115 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
     },
   });
 
+  /**
+   * A read-only transaction for a streamed read. Its statement_timeout runs from the first fetch
+   * to the last, including the time the consumer takes between batches: the stream has its own,
+   * longer limit, and the time to the first data (the query's own work) is bounded by cancelling
+   * it from outside when `firstBatchTimeoutMs` passes first.
+   */
+  const readStream = (opts: StreamOptions, read: (tx: any, firstData: () => void) => Promise<void>) =>
+    begin("read only", async (tx: any) => {
+      await tx.unsafe(`SET LOCAL statement_timeout = ${Math.floor(cfg.streamTimeoutMs)}`);
+      const limitMs = opts.firstBatchTimeoutMs ?? 0;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timedOut = false;
+      if (limitMs > 0) {
+        const [{ pid }] = await tx.unsafe(`SELECT pg_backend_pid() AS pid`);
+        timer = setTimeout(() => {
+          timedOut = true;
+          unsafe(`SELECT pg_cancel_backend($1)`, [pid]).catch(() => {});
+        }, limitMs);
+      }
+      const firstData = () => {
+        clearTimeout(timer);
+        if (timedOut) throw new QueryTimeoutError(limitMs);
+      };
+      try {
+        await read(tx, firstData);
+      } catch (e) {
+        if (timedOut) throw new QueryTimeoutError(limitMs);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+
   const db = drizzle(guarded, { schema }) as unknown as Db;
   return {
     db,
     driver: "postgres",
     poolSize: cfg.poolSize,
     description: redact(url),
-    async query<T>(text: string, params: unknown[] = []) {
-      return (await unsafe(text, params as any[])) as unknown as T[];
+    async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
+      // `unsafe`'s retry without its thenable wrapper (this runs on every request).
+      const opts = options?.prepare ? PREPARED : undefined;
+      const make = () => client.unsafe(text, params as any[], opts);
+      return (await (RETRYABLE.test(text) ? withRetry(make) : make())) as unknown as T[];
     },
-    async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000) {
-      await begin("read only", async (tx: any) => {
-        // A cursor's statement_timeout runs from its first fetch to its last, including the time
-        // the consumer takes between batches: the stream has its own, longer limit.
-        await tx.unsafe(`SET LOCAL statement_timeout = ${Math.floor(cfg.streamTimeoutMs)}`);
+    async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000, opts: StreamOptions = {}) {
+      await readStream(opts, async (tx, firstData) => {
         for await (const rows of tx.unsafe(text, params as any[]).cursor(batchSize)) {
+          firstData();
           await onBatch(rows as unknown as T[]);
         }
+      });
+    },
+    async copyOut(text: string, onChunk: (chunk: Uint8Array) => Promise<void> | void, opts: StreamOptions = {}) {
+      await readStream(opts, async (tx, firstData) => {
+        // COPY takes no parameters: callers inline validated literals (quoted for this setting).
+        await tx.unsafe(`SET LOCAL standard_conforming_strings = on`);
+        const query = tx.unsafe(text);
+        const done = Promise.resolve(query).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        const rows = await query.readable();
+        // postgres.js pauses its socket when the stream's buffer is full and resumes it only from
+        // the stream's read(): when the last chunk filled the buffer, the socket stays paused after
+        // the COPY and the transaction's COMMIT never returns (with Bun, also under for-await).
+        // Hence 'data' events with explicit pause/resume, and a last read() once the COPY is over.
+        const kick = () => (rows as any)._read?.();
+        // The connection takes other statements (ROLLBACK, COMMIT) only once the COPY's data is over.
+        const over = new Promise<void>((resolve) => {
+          rows.once("end", resolve);
+          rows.once("close", resolve);
+          rows.once("error", () => resolve());
+        });
+        const failure = await new Promise<unknown>((resolve) => {
+          let last: Promise<unknown> = Promise.resolve();
+          let failed = false;
+          const fail = (e: unknown) => {
+            if (failed) return;
+            failed = true;
+            // Stop the server's side, then let the rest of the COPY (and its error) drain.
+            query.cancel?.();
+            rows.on("data", () => {});
+            rows.resume();
+            kick();
+            resolve(e);
+          };
+          rows.on("data", (chunk: Uint8Array) => {
+            if (failed) return;
+            try {
+              firstData();
+              const r = onChunk(chunk);
+              if (r && typeof (r as Promise<void>).then === "function") {
+                rows.pause();
+                last = (r as Promise<void>).then(() => failed || rows.resume(), fail);
+              }
+            } catch (e) {
+              fail(e);
+            }
+          });
+          rows.once("error", fail);
+          rows.once("end", () => last.then(() => resolve(null)));
+        });
+        kick();
+        await over;
+        kick();
+        const queryError = await done;
+        if (failure) throw failure;
+        if (queryError) throw queryError;
       });
     },
     async close() {

@@ -17,6 +17,9 @@ export interface DemoSeedResult {
  * once).
  */
 export async function seedDemoOrganization(s: Services): Promise<DemoSeedResult> {
+  // Every start after the first: one read (the server runs this before it listens).
+  const [found] = await s.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.isDemo, true)).limit(1);
+  if (found) return { orgId: found.id, created: false };
   const result = await s.db.transaction(async (tx) => {
     await tx.execute(rawLock());
     const [existing] = await tx.select().from(organizations).where(eq(organizations.isDemo, true)).limit(1);

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { registerFormats } from "./formats.ts";
 import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError } from "../errors.ts";
 import { classifyError, errorForLog } from "./classifyError.ts";
 import type { Services } from "../services.ts";
@@ -8,7 +9,7 @@ import { withErrorResponses } from "./openapiErrors.ts";
 import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
 import { orgGuardOf } from "./orgRoutes.ts";
-import { ORG_PATH, routePatternMatches } from "./routePattern.ts";
+import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
 
 interface RequestMeta {
   id: string;
@@ -36,15 +37,14 @@ function toAppError(code: string | number, error: any): AppError {
   return classifyError(error).error;
 }
 
-/** Matches a concrete path against an Elysia route pattern (`/a/:id/b`). */
-
 /**
  * The whole HTTP service as a runtime-neutral Elysia app: `app.fetch` serves it under Bun,
  * Deno or a test's `app.handle(new Request(…))`.
  */
 export function createApp(s: Services) {
+  registerFormats();
   const meta = new WeakMap<Request, RequestMeta>();
-  let knownRoutes: { method: string; path: string }[] = [];
+  let knownRoutes: { method: string; matches: (segments: string[]) => boolean }[] = [];
   const guard = orgGuardOf(s);
 
   const app = new Elysia({ normalize: false })
@@ -63,8 +63,8 @@ export function createApp(s: Services) {
         let err = toAppError(code, error);
         url = pathOf(request.url);
         if (err instanceof NotFoundError && code === "NOT_FOUND") {
-          const here = url;
-          const allow = [...new Set(knownRoutes.filter((r) => routePatternMatches(r.path, here)).map((r) => r.method))];
+          const here = pathSegments(url);
+          const allow = [...new Set(knownRoutes.filter((r) => r.matches(here)).map((r) => r.method))];
           if (allow.length) err = new MethodNotAllowedError(allow.includes("GET") && !allow.includes("HEAD") ? [...allow, "HEAD"] : allow);
         }
         const m = meta.get(request);
@@ -84,24 +84,32 @@ export function createApp(s: Services) {
         return errorResponse(new InternalError(), url);
       }
     })
-    .onAfterResponse(({ request, set, responseValue }) => {
-      const m = meta.get(request);
-      const path = pathOf(request.url);
-      s.log.info("request", {
-        request_id: m?.id,
-        method: request.method,
-        path,
-        org_id: ORG_PATH.exec(path)?.[1],
-        status: m?.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : Number(set.status) || 200),
-        duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
-      });
-    })
+    // The request log line. Without it (LOG_LEVEL above info) no hook at all: Elysia schedules
+    // every after-response hook on its own macrotask, a cost per request for nothing.
+    .onAfterResponse(
+      s.log.enabled?.("info") === false
+        ? []
+        : [
+            ({ request, set, responseValue }) => {
+              const m = meta.get(request);
+              const path = pathOf(request.url);
+              s.log.info("request", {
+                request_id: m?.id,
+                method: request.method,
+                path,
+                org_id: ORG_PATH.exec(path)?.[1],
+                status: m?.status ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : Number(set.status) || 200),
+                duration_ms: m ? Math.round((performance.now() - m.start) * 100) / 100 : undefined,
+              });
+            },
+          ],
+    )
     .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive" } })
     .get(
       "/readyz",
       async () => {
         try {
-          await s.handle.query("SELECT 1");
+          await (s.handle.ping ? s.handle.ping() : s.handle.query("SELECT 1"));
         } catch (e) {
           throw new ServiceUnavailableError();
         }
@@ -114,7 +122,7 @@ export function createApp(s: Services) {
   const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
   app.get("/openapi.json", async () => withErrorResponses(await generatedDocument()), { detail: { hide: true } });
   for (const r of manifest) app.use(r.module(s, r.prefix));
-  knownRoutes = app.routes.map((r) => ({ method: r.method, path: r.path }));
+  knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);
   return app;
 }

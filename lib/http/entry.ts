@@ -9,6 +9,12 @@ const CANONICAL_ORIGIN = "http://host.invalid";
 const PLAIN_AUTHORITY = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /**
+ * `scheme://authority/` of the last URL found fine: a URL that starts with it has that same
+ * authority and path start (clients send the same Host request after request).
+ */
+let lastPlainPrefix = "";
+
+/**
  * Elysia finds the path by slicing the URL from a fixed offset (`url.indexOf("/", 11)`), so a
  * short or odd `Host` header (`Host: xx` + `/a/beta/…` → `/beta/…`) would change the route and
  * the logged path; for a Host that is no valid authority Bun even hands over the bare request
@@ -18,6 +24,7 @@ const PLAIN_AUTHORITY = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5
  */
 export function canonicalRequest(request: Request): Request {
   const url = request.url;
+  if (lastPlainPrefix && url.startsWith(lastPlainPrefix)) return request;
   const schemeEnd = url.indexOf("://");
   let target: string;
   if (schemeEnd < 0) {
@@ -25,7 +32,10 @@ export function canonicalRequest(request: Request): Request {
   } else {
     const pathStart = url.indexOf("/", schemeEnd + 3);
     const authority = pathStart < 0 ? url.slice(schemeEnd + 3) : url.slice(schemeEnd + 3, pathStart);
-    if (pathStart >= 11 && PLAIN_AUTHORITY.test(authority)) return request;
+    if (pathStart >= 11 && PLAIN_AUTHORITY.test(authority)) {
+      lastPlainPrefix = url.slice(0, pathStart + 1);
+      return request;
+    }
     target = pathStart < 0 ? "/" : url.slice(pathStart);
   }
   return new Request(CANONICAL_ORIGIN + target, request);

@@ -3,7 +3,7 @@ import type { Scope } from "../auth/scopes.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
 import type { RateLimiter } from "./rateLimit.ts";
-import { ORG_PATH, routePatternMatches } from "./routePattern.ts";
+import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
 
 /**
  * What a Beta route requires of its caller, declared with the route (`{ scope: … }`): one scope,
@@ -16,6 +16,7 @@ export const REQUIRED_SCOPE = "x-required-scope";
 
 interface DeclaredRoute {
   pattern: string;
+  matches: (segments: string[]) => boolean;
   scope: RouteScope;
 }
 
@@ -46,7 +47,7 @@ export class OrgGuard {
       const scope = (r.hooks as { detail?: Record<string, RouteScope> } | undefined)?.detail?.[REQUIRED_SCOPE];
       if (!scope) throw new Error(`Route ${r.method} ${r.path} declares no scope`);
       const list = this.routes.get(r.method) ?? [];
-      list.push({ pattern: r.path, scope });
+      list.push({ pattern: r.path, matches: compileRoutePattern(r.path), scope });
       this.routes.set(r.method, list);
     }
   }
@@ -56,13 +57,16 @@ export class OrgGuard {
     const m = ORG_PATH.exec(path);
     if (!m) return;
     let orgId = m[1]!;
-    try {
-      orgId = decodeURIComponent(orgId);
-    } catch {}
+    if (orgId.includes("%")) {
+      try {
+        orgId = decodeURIComponent(orgId);
+      } catch {}
+    }
     const principal = await authenticateOrg(this.s, request.headers, orgId);
     this.limiter.check(principal.credentialId);
     const method = request.method === "HEAD" ? "GET" : request.method;
-    const route = this.routes.get(method)?.find((r) => routePatternMatches(r.pattern, path));
+    const segments = pathSegments(path);
+    const route = this.routes.get(method)?.find((r) => r.matches(segments));
     // An unknown path or method gets its 404/405 from the router, after authentication.
     if (route) checkRouteScope(principal, route.scope);
     this.principals.set(request, principal);

@@ -7,7 +7,6 @@
  * any replica answers any request and nothing is kept between requests (no session table, no
  * sticky routing). Our tools are plain request/response reads, so nothing needs a session.
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { presentedToken, resolvePrincipal } from "../auth/guard.ts";
 import type { Principal } from "../auth/principal.ts";
 import { AppError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
@@ -16,7 +15,17 @@ import { errorResponse } from "../http/errorBody.ts";
 import { classifyError, errorForLog } from "../http/classifyError.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
 import type { Services } from "../services.ts";
-import { createMcpServer } from "./server.ts";
+
+/**
+ * The MCP SDK, the tools and zod load on the first assistant call rather than at every start
+ * (≈ 0.1 s of the binary's cold start, bench/coldstart.ts).
+ */
+let mcpModules: Promise<[typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"), typeof import("./server.ts")]> | undefined;
+function loadMcp() {
+  mcpModules ??= Promise.all([import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"), import("./server.ts")]);
+  mcpModules.catch(() => (mcpModules = undefined));
+  return mcpModules;
+}
 
 export const ASSISTANT_SCOPE = "assistant:read" as const;
 
@@ -135,6 +144,7 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
     // the SDK parses and validates it; the SDK still answers bad JSON-RPC in its own format.
     const body = await readBodyBytes(request, s.config.maxBodyBytes);
     refuseDeepJson(new TextDecoder().decode(body));
+    const [{ WebStandardStreamableHTTPServerTransport }, { createMcpServer }] = await loadMcp();
     const server = createMcpServer(s, principal);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);

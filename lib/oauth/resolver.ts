@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { memberships, oauthTokens } from "../db/schema/index.ts";
 import type { DbOrTx } from "../db/index.ts";
 import type { Principal, TokenResolver } from "../auth/principal.ts";
@@ -19,10 +19,15 @@ export type AccessTokenCheck =
   | { ok: true; principal: Principal & { kind: "oauth"; userId: string }; audience: string; expiresAt: Date }
   | { ok: false; reason: "missing" | "invalid" | "wrong_audience" };
 
-export async function verifyAccessToken(db: DbOrTx, token: string | null | undefined, audience: string, now: Date = new Date()): Promise<AccessTokenCheck> {
-  if (!token) return { ok: false, reason: "missing" };
-  if (!token.startsWith(`${ACCESS_TOKEN_PREFIX}_`)) return { ok: false, reason: "invalid" };
-  const [row] = await db
+/**
+ * The access token by its hash with its user's current role: built once per database object as a
+ * prepared statement (it runs on every request of an OAuth client; on PostgreSQL a named
+ * statement, parsed and planned once per connection). Nothing is cached: a revoked token fails
+ * on its next request.
+ */
+const tokenLookups = new WeakMap<object, ReturnType<typeof prepareTokenLookup>>();
+function prepareTokenLookup(db: DbOrTx) {
+  return db
     .select({
       id: oauthTokens.id,
       orgId: oauthTokens.orgId,
@@ -35,8 +40,17 @@ export async function verifyAccessToken(db: DbOrTx, token: string | null | undef
     })
     .from(oauthTokens)
     .leftJoin(memberships, and(eq(memberships.orgId, oauthTokens.orgId), eq(memberships.userId, oauthTokens.userId)))
-    .where(and(eq(oauthTokens.tokenHash, hashSecret(token)), eq(oauthTokens.kind, "access")))
-    .limit(1);
+    .where(and(eq(oauthTokens.tokenHash, sql.placeholder("hash")), eq(oauthTokens.kind, "access")))
+    .limit(1)
+    .prepare("commitops_oauth_access_token");
+}
+
+export async function verifyAccessToken(db: DbOrTx, token: string | null | undefined, audience: string, now: Date = new Date()): Promise<AccessTokenCheck> {
+  if (!token) return { ok: false, reason: "missing" };
+  if (!token.startsWith(`${ACCESS_TOKEN_PREFIX}_`)) return { ok: false, reason: "invalid" };
+  let lookup = tokenLookups.get(db);
+  if (!lookup) tokenLookups.set(db, (lookup = prepareTokenLookup(db)));
+  const [row] = await lookup.execute({ hash: hashSecret(token) });
   if (!row || row.revokedAt || row.expiresAt.getTime() <= now.getTime() || !row.role) return { ok: false, reason: "invalid" };
   if (row.resource !== normalizeResource(audience)) return { ok: false, reason: "wrong_audience" };
   const allowed = ROLE_SCOPES[row.role as Role];

@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { apiKeys, memberships, organizations, users } from "../db/schema/index.ts";
-import type { DbOrTx } from "../db/index.ts";
+import type { DatabaseHandle, DbOrTx } from "../db/index.ts";
 import { pgErrorCode } from "../db/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { hashPassword } from "../adapters/password.ts";
@@ -20,6 +20,18 @@ export async function getOrganization(db: DbOrTx, orgId: string): Promise<Organi
   const [o] = await db.select().from(organizations).where(eq(organizations.id, orgId)).limit(1);
   if (!o) throw new NotFoundError("No such organization.");
   return { id: o.id, name: o.name, parent_id: o.parentId, created_at: o.createdAt.toISOString() };
+}
+
+const ORG_BY_ID = `SELECT id, name, parent_id, created_at FROM organizations WHERE id = $1`;
+
+/**
+ * `getOrganization` on the request path (`GET /beta/v1/org/{id}`): one prepared statement
+ * through the handle, without building a query each time (which cost ~10 % of that request's CPU).
+ */
+export async function readOrganization(handle: Pick<DatabaseHandle, "query">, orgId: string): Promise<OrganizationView> {
+  const [o] = await handle.query<{ id: string; name: string; parent_id: string | null; created_at: Date | string }>(ORG_BY_ID, [orgId], { prepare: true });
+  if (!o) throw new NotFoundError("No such organization.");
+  return { id: o.id, name: o.name, parent_id: o.parent_id, created_at: new Date(o.created_at).toISOString() };
 }
 
 export async function createOrganization(db: DbOrTx, input: { name: string; parentId?: string | null; isDemo?: boolean }): Promise<OrganizationView> {

@@ -2,6 +2,8 @@
  * The allocation report catalog (DESIGN §8): each report is a descriptor (what the API lists)
  * plus one SQL query computing its rows for one org, month and provider. The same query feeds
  * the JSON and CSV answers, the period freeze (snapshots) and the benchmark's COPY baseline.
+ * Every report but the resource-grain one reads the per-period summaries the import builds
+ * (lib/billing/summaries.ts), so its cost does not grow with the month's raw rows.
  *
  * Query parameters of every report SQL: $1 org id, $2 month (first day), $3 provider or null.
  */
@@ -85,33 +87,33 @@ const F = {
 const R = (x: string) => `ROUND((${x})::numeric, 2)`;
 const ACCT = SQLX.account;
 
-/** Rows of the org's month (and provider). */
+/** Raw rows of the org's month (and provider): only the resource-grain report reads them. */
 const LI = `li AS (SELECT * FROM billing_line_items li WHERE li.org_id = $1::uuid AND li.billing_period = $2::date AND ($3::text IS NULL OR li.provider = $3::text))`;
+/** The org's month (and provider) of a summary table `s` at one grain. */
+const summaryOf = (table: "billing_cost_summaries" | "commitment_usage_summaries", grain: string) =>
+  `${table} s WHERE s.org_id = $1::uuid AND s.month = $2::date AND s.grain = '${grain}' AND ($3::text IS NULL OR s.provider = $3::text)`;
+const COST_BY = (grain: "account" | "service" | "day") => summaryOf("billing_cost_summaries", grain);
 /** Account → billing account and name (linked-account name from the inventory first). */
 const ACCOUNTS = `acct AS (
-  SELECT li.provider, ${ACCT} AS account_id, max(li.billing_account_id) AS billing_account_id,
-         COALESCE(max(ca.name), max(CASE WHEN li.sub_account_id IS NULL THEN li.billing_account_name ELSE li.sub_account_name END)) AS account_name
-  FROM li LEFT JOIN cloud_accounts ca ON ca.org_id = li.org_id AND ca.provider = li.provider AND ca.account_id = ${ACCT}
+  SELECT s.provider, s.account_id, max(s.billing_account_id) AS billing_account_id, COALESCE(max(ca.name), max(s.account_name)) AS account_name
+  FROM ${COST_BY("account")
+    .replace(" WHERE ", " LEFT JOIN cloud_accounts ca ON ca.org_id = s.org_id AND ca.provider = s.provider AND ca.account_id = s.account_id WHERE ")}
   GROUP BY 1, 2)`;
 
 /**
- * Commitment cost allocation over a dimension (`dim` = SQL of the grouping key(s), `period` =
- * the extra key shares are computed within, e.g. the day): Unused cost of each commitment is
- * spread over the keys pro rata to their Used EffectiveCost.
+ * Commitment cost allocation over a dimension (`dims` = summary key columns at `grain`,
+ * `period` = the extra key shares are computed within, e.g. the day): Unused cost of each
+ * commitment is spread over the keys pro rata to their Used EffectiveCost.
  */
-function allocation(dims: string[], dimNames: string[], period: { expr: string; name: string } | null): string {
-  const keys = [...(period ? [`${period.expr} AS ${period.name}`] : []), ...dims.map((d, i) => `${d} AS ${dimNames[i]}`)];
-  const allKeys = [...(period ? [period.name] : []), ...dimNames];
+function allocation(grain: "account" | "service" | "day_account", dims: string[], period: { expr: string; name: string } | null): string {
+  const keys = [...(period ? [`${period.expr} AS ${period.name}`] : []), ...dims.map((d) => `s.${d}`)];
+  const allKeys = [...(period ? [period.name] : []), ...dims];
   const shareKeys = ["provider", "currency", "cid", ...(period ? [period.name] : [])];
   return `cu AS (
-    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${keys.join(", ")},
-      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS used,
-      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Unused'), 0) AS unused,
-      COALESCE(SUM(${SQLX.odEq}) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS covered,
-      COALESCE(SUM(${SQLX.odEq} - li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS savings
-    FROM li
-    WHERE li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL AND li.commitment_discount_status IN ('Used', 'Unused')
-    GROUP BY li.provider, li.billing_currency, li.commitment_discount_id, ${allKeys.map((_, i) => i + 4).join(", ")}
+    SELECT s.provider, s.currency, s.commitment_id AS cid, ${keys.join(", ")},
+      SUM(s.used_cost) AS used, SUM(s.unused_cost) AS unused, SUM(s.covered_ondemand_cost) AS covered, SUM(s.savings) AS savings
+    FROM ${summaryOf("commitment_usage_summaries", grain)}
+    GROUP BY s.provider, s.currency, s.commitment_id, ${allKeys.map((_, i) => i + 4).join(", ")}
   ),
   ct AS (SELECT ${shareKeys.join(", ")}, SUM(used) AS used_t, SUM(unused) AS unused_t FROM cu GROUP BY ${shareKeys.join(", ")}),
   alloc AS (
@@ -120,6 +122,9 @@ function allocation(dims: string[], dimNames: string[], period: { expr: string; 
   )`;
 }
 
+/** Bill columns from summary rows `s`. */
+const BILL_SUMMED = `${R("SUM(s.ondemand_cost)")} AS ondemand_cost, ${R("SUM(s.commitment_cost)")} AS commitment_cost, ${R("SUM(s.other_cost)")} AS other_cost,
+  ${R("SUM(s.total_cost)")} AS total_cost, ${R("SUM(s.billed_cost)")} AS billed_cost`;
 const BILL_SUMS = `
   ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.ondemand}), 0)`)} AS ondemand_cost,
   ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase'), 0)`)} AS commitment_cost,
@@ -138,15 +143,20 @@ const COMMIT_MONEY = ["commitment_used_cost", "commitment_unused_allocated_cost"
  * (by cost share when there were no savings).
  */
 const PREMIUMS = `ins AS (SELECT c.provider, c.provider_commitment_id AS cid, COALESCE(c.fee_rate, 0) AS fee_rate, c.lock_in_ends_at FROM commitments c WHERE c.org_id = $1::uuid AND c.insured),
+  rb AS (
+    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${ACCT} AS account_id, SUM(li.effective_cost) AS rebate_base
+    FROM billing_line_items li JOIN ins ON ins.provider = li.provider AND ins.cid = li.commitment_discount_id
+    WHERE li.org_id = $1::uuid AND li.billing_period = $2::date AND ($3::text IS NULL OR li.provider = $3::text)
+      AND li.commitment_discount_status = 'Unused' AND li.charge_category = 'Usage' AND ins.lock_in_ends_at IS NOT NULL AND li.charge_period_start >= ins.lock_in_ends_at
+    GROUP BY 1, 2, 3, 4
+  ),
   pa AS (
-    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${ACCT} AS account_id,
-      COALESCE(SUM(${SQLX.odEq} - li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS savings,
-      COALESCE(SUM(${SQLX.odEq}) FILTER (WHERE li.commitment_discount_status = 'Used'), 0) AS covered,
-      COALESCE(SUM(li.effective_cost), 0) AS cost,
-      COALESCE(SUM(li.effective_cost) FILTER (WHERE li.commitment_discount_status = 'Unused' AND ins.lock_in_ends_at IS NOT NULL AND li.charge_period_start >= ins.lock_in_ends_at), 0) AS rebate_base,
-      max(ins.fee_rate) AS fee_rate
-    FROM li JOIN ins ON ins.provider = li.provider AND ins.cid = li.commitment_discount_id
-    WHERE li.charge_category = 'Usage' AND li.commitment_discount_status IN ('Used', 'Unused')
+    SELECT s.provider, s.currency, s.commitment_id AS cid, s.account_id,
+      SUM(s.savings) AS savings, SUM(s.covered_ondemand_cost) AS covered, SUM(s.used_cost + s.unused_cost) AS cost,
+      COALESCE(max(rb.rebate_base), 0) AS rebate_base, max(ins.fee_rate) AS fee_rate
+    FROM ${summaryOf("commitment_usage_summaries", "account")
+      .replace(" WHERE ", ` JOIN ins ON ins.provider = s.provider AND ins.cid = s.commitment_id
+      LEFT JOIN rb ON rb.provider = s.provider AND rb.currency = s.currency AND rb.cid = s.commitment_id AND rb.account_id = s.account_id WHERE `)}
     GROUP BY 1, 2, 3, 4
   ),
   pc AS (SELECT provider, currency, cid, SUM(savings) AS s_t, SUM(covered) - SUM(cost) AS gross_t, SUM(rebate_base) AS rebate_t, SUM(cost) AS cost_t, max(fee_rate) AS fee_rate FROM pa GROUP BY 1, 2, 3),
@@ -164,7 +174,8 @@ const PREMIUM_FIELDS = [F.premiums, F.rebates, F.gross, F.net];
 const PREMIUM_MONEY = ["premiums", "rebates", "gross_savings", "net_savings"];
 
 const MONTH = `to_char($2::date, 'YYYY-MM')`;
-const DAY = `to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
+/** The summaries' `day` is the UTC date of the charge period start. */
+const DAY_OF_SUMMARY = `to_char(s.day, 'YYYY-MM-DD')`;
 
 export const REPORTS: ReportDefinition[] = [
   {
@@ -178,7 +189,7 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.month, F.provider, F.currency, F.account, F.accountName, ...PREMIUM_FIELDS],
     money: PREMIUM_MONEY,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${LI}, ${ACCOUNTS}, ${PREMIUMS}
+    sql: `WITH ${ACCOUNTS}, ${PREMIUMS}
       SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, p.account_id, max(acct.account_name) AS account_name, ${PREMIUM_OUT}
       FROM pacct p LEFT JOIN acct USING (provider, account_id) GROUP BY p.provider, p.currency, p.account_id`,
   },
@@ -200,7 +211,7 @@ export const REPORTS: ReportDefinition[] = [
     ],
     money: PREMIUM_MONEY,
     orderBy: ["provider", "billing_currency", "child_org_id"],
-    sql: `WITH ${LI}, ${PREMIUMS}
+    sql: `WITH ${PREMIUMS}
       SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, ca.child_org_id::text AS child_org_id, max(o.name) AS child_org_name, ${PREMIUM_OUT}
       FROM pacct p
       LEFT JOIN cloud_accounts ca ON ca.org_id = $1::uuid AND ca.provider = p.provider AND ca.account_id = p.account_id
@@ -218,7 +229,7 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${LI}, ${ACCOUNTS}, ${allocation([ACCT], ["account_id"], null)}
+    sql: `WITH ${ACCOUNTS}, ${allocation("account", ["account_id"], null)}
       SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, a.account_id, max(acct.account_name) AS account_name, ${COMMIT_OUT}
       FROM alloc a LEFT JOIN acct USING (provider, account_id) GROUP BY a.provider, a.currency, a.account_id`,
   },
@@ -233,7 +244,7 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.month, F.provider, F.currency, F.service, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
     orderBy: ["provider", "billing_currency", "service_name"],
-    sql: `WITH ${LI}, ${allocation(["li.service_name"], ["service_name"], null)}
+    sql: `WITH ${allocation("service", ["service_name"], null)}
       SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, a.service_name, ${COMMIT_OUT}
       FROM alloc a GROUP BY a.provider, a.currency, a.service_name`,
   },
@@ -248,7 +259,7 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.date, F.provider, F.currency, F.account, F.used, F.unusedAlloc, F.commitmentCost, F.savings],
     money: ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "savings"],
     orderBy: ["date", "provider", "billing_currency", "account_id"],
-    sql: `WITH ${LI}, ${allocation([ACCT], ["account_id"], { expr: DAY, name: "date" })}
+    sql: `WITH ${allocation("day_account", ["account_id"], { expr: DAY_OF_SUMMARY, name: "date" })}
       SELECT a.date, a.provider, a.currency AS billing_currency, a.account_id, ${R("SUM(a.used)")} AS commitment_used_cost, ${R("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost,
         ${R("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${R("SUM(a.savings)")} AS savings
       FROM alloc a GROUP BY a.date, a.provider, a.currency, a.account_id`,
@@ -264,10 +275,10 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...BILL_FIELDS],
     money: BILL_MONEY,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${LI}, ${ACCOUNTS}
-      SELECT ${MONTH} AS month, li.provider, li.billing_currency, max(acct.billing_account_id) AS billing_account_id, ${ACCT} AS account_id, max(acct.account_name) AS account_name, ${BILL_SUMS}
-      FROM li LEFT JOIN acct ON acct.provider = li.provider AND acct.account_id = ${ACCT}
-      GROUP BY li.provider, li.billing_currency, ${ACCT}`,
+    sql: `WITH ${ACCOUNTS}
+      SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, s.account_id, max(acct.account_name) AS account_name, ${BILL_SUMMED}
+      FROM ${COST_BY("account").replace(" WHERE ", " LEFT JOIN acct ON acct.provider = s.provider AND acct.account_id = s.account_id WHERE ")}
+      GROUP BY s.provider, s.currency, s.account_id`,
   },
   {
     report_type: "cloud_bill_by_service",
@@ -280,9 +291,8 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.month, F.provider, F.currency, F.serviceCategory, F.service, ...BILL_FIELDS],
     money: BILL_MONEY,
     orderBy: ["provider", "billing_currency", "service_category", "service_name"],
-    sql: `WITH ${LI}
-      SELECT ${MONTH} AS month, li.provider, li.billing_currency, li.service_category, li.service_name, ${BILL_SUMS}
-      FROM li GROUP BY li.provider, li.billing_currency, li.service_category, li.service_name`,
+    sql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.service_category, s.service_name, ${BILL_SUMMED}
+      FROM ${COST_BY("service")} GROUP BY s.provider, s.currency, s.service_category, s.service_name`,
   },
   {
     report_type: "cloud_bill_daily",
@@ -295,9 +305,8 @@ export const REPORTS: ReportDefinition[] = [
     output_fields: [F.date, F.provider, F.currency, ...BILL_FIELDS],
     money: BILL_MONEY,
     orderBy: ["date", "provider", "billing_currency"],
-    sql: `WITH ${LI}
-      SELECT ${DAY} AS date, li.provider, li.billing_currency, ${BILL_SUMS}
-      FROM li GROUP BY 1, 2, 3`,
+    sql: `SELECT ${DAY_OF_SUMMARY} AS date, s.provider, s.currency AS billing_currency, ${BILL_SUMMED}
+      FROM ${COST_BY("day")} GROUP BY 1, 2, 3`,
   },
   {
     report_type: "cloud_bill_by_resource",

@@ -44,6 +44,15 @@ export class DownloadsBusyError extends AppError {
 }
 
 /** Thrown by a stream's `push` when the client has not read for the idle timeout. */
+/** A report whose query did not finish within REPORT_QUERY_TIMEOUT_SECONDS: nothing was sent yet. */
+export class ReportTimeoutError extends AppError {
+  constructor(timeoutMs: number) {
+    super(503, "report_timeout", `The report took longer than ${Math.round(timeoutMs / 1000)} s to compute and was cancelled; retry later or narrow it with filters.`, "service_unavailable", {}, null, {
+      "Retry-After": "30",
+    });
+  }
+}
+
 export class DownloadIdleError extends Error {
   constructor(readonly idleTimeoutMs: number) {
     super(`the client read nothing for ${idleTimeoutMs} ms`);

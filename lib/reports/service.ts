@@ -10,7 +10,8 @@ import { BadRequestError, NotFoundError } from "../errors.ts";
 import { monthStart, queryRows, type Provider } from "../billing/sql.ts";
 import { REPORTS, descriptorOf, findReport, type ReportDefinition } from "./catalog.ts";
 import { listBillingPeriods } from "./periods.ts";
-import { ClientGoneError, DownloadIdleError, DownloadsBusyError, downloadLimits, downloadSlots } from "./downloads.ts";
+import { ClientGoneError, DownloadIdleError, DownloadsBusyError, ReportTimeoutError, downloadLimits, downloadSlots } from "./downloads.ts";
+import { QueryTimeoutError, readConsistent } from "../db/index.ts";
 import type { Services } from "../services.ts";
 import { textProblem } from "../http/text.ts";
 
@@ -149,15 +150,75 @@ export interface OpenedReport {
   forEachBatch(onBatch: (rows: ReportRow[]) => Promise<void> | void): Promise<void>;
   /** Same rows as driver values (numeric as strings or numbers), for the CSV writer. */
   forEachRawBatch(onBatch: (rows: Record<string, unknown>[]) => Promise<void> | void): Promise<void>;
+  /**
+   * The CSV download's bytes straight from PostgreSQL's COPY (header included), when the month
+   * is read live from PostgreSQL and every field prints alike: a cursor cannot use parallel
+   * workers, COPY can (the resource-grain export ran 2× COPY's time through the cursor).
+   */
+  forEachCsvBytes?(onChunk: (bytes: Uint8Array) => Promise<void> | void): Promise<void>;
 }
 
 /** Composes the live SQL of a report with the filters; returns text + params. */
-export function liveReportSql(def: ReportDefinition, orgId: string, month: string, provider: Provider | null, filters: Record<string, string>) {
+export function liveReportSql(def: ReportDefinition, orgId: string, month: string, provider: Provider | null, filters: Record<string, string>, columns = def.output_fields.map((f) => `r.${f.name}`)) {
   const params: unknown[] = [orgId, month, provider];
   const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
-  const text = `SELECT ${def.output_fields.map((f) => `r.${f.name}`).join(", ")} FROM (${def.sql}) r${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
+  const text = `SELECT ${columns.join(", ")} FROM (${def.sql}) r${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
     ORDER BY ${def.orderBy.map((c) => `r.${c} NULLS FIRST`).join(", ")}`;
   return { text, params };
+}
+
+/** A validated value as an SQL literal (COPY takes no parameters; standard_conforming_strings is on). */
+function sqlLiteral(v: unknown): string {
+  if (v === null || v === undefined) return "NULL";
+  const s = String(v);
+  if (s.includes("\0")) throw new BadRequestError("A report parameter contains a NUL character.");
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+/**
+ * The live report as `COPY … TO STDOUT` CSV whose bytes equal csvChunk's once passed through
+ * crlfOutsideQuotes: money with two decimals, text neutralised for spreadsheets, the same order.
+ * Null for reports with fields COPY would print differently (other numbers, booleans).
+ */
+export function liveReportCsvCopy(def: ReportDefinition, orgId: string, month: string, provider: Provider | null, filters: Record<string, string>, header: boolean): string | null {
+  const columns: string[] = [];
+  for (const f of def.output_fields) {
+    const v = `(r.${f.name})::text`;
+    if (f.type === "string") columns.push(`CASE WHEN ${v} ~ '^[=+@\\t\\r-]' THEN '''' || ${v} ELSE ${v} END AS ${f.name}`);
+    else if (f.type === "number" && def.money.includes(f.name)) columns.push(`ROUND((r.${f.name})::numeric, 2) AS ${f.name}`);
+    else return null;
+  }
+  const { text, params } = liveReportSql(def, orgId, month, provider, filters, columns);
+  const inlined = text.replace(/\$(\d+)/g, (_, i) => sqlLiteral(params[Number(i) - 1]));
+  return `COPY (${inlined}) TO STDOUT WITH (FORMAT csv${header ? ", HEADER true" : ""})`;
+}
+
+/**
+ * COPY's CSV ends records with LF, the API's (RFC 4180) with CRLF: rewrites the line feeds
+ * outside quoted fields, across chunk boundaries; line breaks inside a field stay as they are.
+ */
+export function crlfOutsideQuotes(): (chunk: Uint8Array) => Uint8Array {
+  let quoted = false;
+  return (chunk) => {
+    const atStart = quoted;
+    let ends = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i]!;
+      if (c === 34) quoted = !quoted;
+      else if (c === 10 && !quoted) ends++;
+    }
+    if (!ends) return chunk;
+    const out = new Uint8Array(chunk.length + ends);
+    let q = atStart;
+    let j = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i]!;
+      if (c === 34) q = !q;
+      else if (c === 10 && !q) out[j++] = 13;
+      out[j++] = c;
+    }
+    return out;
+  };
 }
 
 function typed(def: ReportDefinition, raw: Record<string, unknown>): ReportRow {
@@ -170,16 +231,34 @@ function typed(def: ReportDefinition, raw: Record<string, unknown>): ReportRow {
 }
 
 /**
+ * What a report month depends on besides its rows: the state of its billing periods (closing and
+ * freezing change it). A read replica answers a report only while its token equals the
+ * primary's (lib/db/replica.ts; docs/OPERATIONS.md, "Read replicas").
+ */
+const PERIOD_TOKEN_SQL = `SELECT provider, status, closed_at, frozen_at FROM billing_periods
+  WHERE org_id = $1::uuid AND month = $2::date AND ($3::text IS NULL OR provider = $3::text) ORDER BY provider`;
+
+export interface OpenReportOptions {
+  /** Where report reads may go (a read replica); the primary `handle` when absent or behind. */
+  reader?: DatabaseHandle;
+  /** Cancel a report query that has produced no rows after this many ms (ReportTimeoutError). */
+  queryTimeoutMs?: number;
+}
+
+/**
  * Resolves the month and the row sources of a fetch (throws 400/404 before anything is
  * streamed): per provider, the frozen snapshot once its period is frozen, else live data.
  */
-export async function openReport(handle: DatabaseHandle, orgId: string, type: string, query: Record<string, unknown>, now: Date): Promise<OpenedReport> {
+export async function openReport(handle: DatabaseHandle, orgId: string, type: string, query: Record<string, unknown>, now: Date, opts: OpenReportOptions = {}): Promise<OpenedReport> {
   const def = await resolveReport(handle.db, orgId, type);
   const q = parseReportQuery(def, query, true);
   const month = `${q.year}-${String(q.month).padStart(2, "0")}-01`;
-  const periods = await reportPeriods(handle.db, orgId, def, q.provider, now);
+  // The month's period state and its rows come from one server: the read replica when it has the
+  // primary's period state of this month (a frozen month is never read stale), else the primary.
+  const readFrom = opts.reader && opts.reader !== handle ? await readConsistent(handle, opts.reader, PERIOD_TOKEN_SQL, [orgId, month, q.provider ?? null]) : handle;
+  const periods = await reportPeriods(readFrom.db, orgId, def, q.provider, now);
   const entry = periods.find((p) => p.year === q.year && p.month === q.month);
-  const states = await monthStates(handle.db, orgId, q.provider);
+  const states = await monthStates(readFrom.db, orgId, q.provider);
   const state = states.get(month);
   let status: PeriodEntry["status"];
   let sources: { provider: Provider | null; frozen: boolean }[];
@@ -194,37 +273,52 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     throw new NotFoundError(`Period ${q.year}-${String(q.month).padStart(2, "0")} is not available for report \`${type}\`.`, "period_not_available");
   }
   const batchSize = 2000;
+  const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0 };
+  const timedOut = (e: unknown): never => {
+    throw e instanceof QueryTimeoutError ? new ReportTimeoutError(e.timeoutMs) : e;
+  };
   const forEachRawBatch = async (onBatch: (rows: Record<string, unknown>[]) => Promise<void> | void) => {
     for (const src of sources) {
       if (src.frozen) {
         const params: unknown[] = [orgId, def.report_type, src.provider, month];
         const where = Object.entries(q.filters).map(([col, v]) => `row->>'${col.replace(/[^a-z_]/g, "")}' = $${params.push(v)}`);
-        await handle.stream<{ row: unknown }>(
+        await readFrom.stream<{ row: unknown }>(
           `SELECT row FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${where.map((w) => ` AND ${w}`).join("")} ORDER BY seq`,
           params,
           (rows) => onBatch(rows.map((r) => (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>)),
           batchSize,
-        );
+          streamOpts,
+        ).catch(timedOut);
       } else {
         const { text, params } = liveReportSql(def, orgId, month, src.provider, q.filters);
-        await handle.stream<Record<string, unknown>>(text, params, onBatch, batchSize);
+        await readFrom.stream<Record<string, unknown>>(text, params, onBatch, batchSize, streamOpts).catch(timedOut);
       }
     }
   };
+  const copyOut = readFrom.copyOut?.bind(readFrom);
+  const copies = sources.every((src) => !src.frozen) && copyOut ? sources.map((src, i) => liveReportCsvCopy(def, orgId, month, src.provider, q.filters, i === 0)) : [];
+  const forEachCsvBytes =
+    copyOut && copies.length && copies.every((c) => c !== null)
+      ? async (onChunk: (bytes: Uint8Array) => Promise<void> | void) => {
+          const crlf = crlfOutsideQuotes();
+          for (const copy of copies) await copyOut(copy!, (chunk) => onChunk(crlf(chunk)), streamOpts).catch(timedOut);
+        }
+      : undefined;
   return {
     def,
     year: q.year!,
     month: q.month!,
     periodStatus: status,
     format: q.format,
+    forEachCsvBytes,
     forEachRawBatch,
     forEachBatch: (onBatch) => forEachRawBatch((rows) => onBatch(rows.map((r) => typed(def, r)))),
   };
 }
 
 /** All rows of a report month in memory (tests, MCP tools; the HTTP API streams). */
-export async function reportRows(handle: DatabaseHandle, orgId: string, type: string, query: Record<string, unknown>, now: Date) {
-  const r = await openReport(handle, orgId, type, query, now);
+export async function reportRows(handle: DatabaseHandle, orgId: string, type: string, query: Record<string, unknown>, now: Date, opts: OpenReportOptions = {}) {
+  const r = await openReport(handle, orgId, type, query, now, opts);
   const rows: ReportRow[] = [];
   await r.forEachBatch((b) => void rows.push(...b));
   return { report_type: type, year: r.year, month: r.month, period_status: r.periodStatus, rows };
@@ -287,7 +381,7 @@ const STREAM_QUEUE_BYTES = 1 << 20;
 
 /** Pull-driven byte stream fed by an async producer (backpressure: the producer waits when the queue is full). */
 export function producerStream(
-  produce: (push: (chunk: string) => Promise<void>) => Promise<void>,
+  produce: (push: (chunk: string | Uint8Array) => Promise<void>) => Promise<void>,
   onError: (e: unknown) => void,
   opts: ProducerStreamOptions = {},
 ): ReadableStream<Uint8Array> {
@@ -308,10 +402,10 @@ export function producerStream(
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        const push = async (chunk: string) => {
+        const push = async (chunk: string | Uint8Array) => {
           if (cancelled) throw new ClientGoneError();
-          if (!chunk) return;
-          const data = enc.encode(chunk);
+          if (!chunk.length) return;
+          const data = typeof chunk === "string" ? enc.encode(chunk) : chunk;
           controller.enqueue(data);
           bytes += data.length;
           while (!cancelled && (controller.desiredSize ?? 1) <= 0) {
@@ -356,14 +450,50 @@ export function producerStream(
   );
 }
 
+/**
+ * producerStream, resolved once the producer has pushed its first bytes (or finished): the
+ * status is decided only then, so a query that fails or times out is an error response, never
+ * a `200` whose body cannot complete. Later failures still cut the stream (a failed transfer).
+ */
+export function producerStreamWhenStarted(
+  produce: (push: (chunk: string | Uint8Array) => Promise<void>) => Promise<void>,
+  onError: (e: unknown) => void,
+  opts: ProducerStreamOptions = {},
+): Promise<ReadableStream<Uint8Array>> {
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const start = () => {
+      if (started) return;
+      started = true;
+      resolve(body);
+    };
+    const body = producerStream(
+      async (push) => {
+        await produce(async (chunk) => {
+          if (chunk.length) start();
+          await push(chunk);
+        });
+        start();
+      },
+      (e) => {
+        if (started) return onError(e);
+        started = true;
+        reject(e);
+      },
+      opts,
+    );
+  });
+}
+
 /** The HTTP answer of a report fetch: JSON `{report_type, year, month, period_status, rows}` or a CSV download, both streamed. */
-export function reportResponse(r: OpenedReport, headers: Record<string, string>, onError: (e: unknown) => void, opts: ProducerStreamOptions = {}): Response {
+export async function reportResponse(r: OpenedReport, headers: Record<string, string>, onError: (e: unknown) => void, opts: ProducerStreamOptions = {}): Promise<Response> {
   const def = r.def;
   if (r.format === "csv") {
     let first = true;
     let rowsSinceHint = 0;
-    const body = producerStream(
+    const body = await producerStreamWhenStarted(
       async (push) => {
+        if (r.forEachCsvBytes) return r.forEachCsvBytes(push);
         await r.forEachRawBatch(async (rows) => {
           await push(csvChunk(def, rows, first));
           first = false;
@@ -385,16 +515,17 @@ export function reportResponse(r: OpenedReport, headers: Record<string, string>,
       headers: { ...headers, "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${name}"`, "x-period-status": r.periodStatus },
     });
   }
-  const body = producerStream(
+  const body = await producerStreamWhenStarted(
     async (push) => {
-      await push(`{"report_type":${JSON.stringify(def.report_type)},"year":${r.year},"month":${r.month},"period_status":${JSON.stringify(r.periodStatus)},"rows":[`);
+      // The envelope goes out with the first rows, so nothing is sent before the query has answered.
+      const head = `{"report_type":${JSON.stringify(def.report_type)},"year":${r.year},"month":${r.month},"period_status":${JSON.stringify(r.periodStatus)},"rows":[`;
       let first = true;
       await r.forEachBatch(async (rows) => {
         if (!rows.length) return;
-        await push((first ? "" : ",") + rows.map((x) => JSON.stringify(x)).join(","));
+        await push((first ? head : ",") + rows.map((x) => JSON.stringify(x)).join(","));
         first = false;
       });
-      await push("]}");
+      await push(first ? `${head}]}` : "]}");
     },
     onError,
     opts,
@@ -415,7 +546,7 @@ export async function reportDownload(s: Pick<Services, "handle" | "config" | "lo
   // The app's error handler logs the 503 (with the path, which names the org and the report).
   if (!release) throw new DownloadsBusyError(5);
   try {
-    return reportResponse(r, {}, (e) => s.log.error("report stream failed", { ...fields, error: e instanceof Error ? e.message : String(e) }), {
+    return await reportResponse(r, {}, (e) => s.log.error("report stream failed", { ...fields, error: e instanceof Error ? e.message : String(e) }), {
       idleTimeoutMs: limits.idleTimeoutMs,
       onSettled: (outcome, bytes) => {
         release();

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { providerColumn } from "./columns.ts";
-import { bigserial, boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 
 /** Money and quantities: exact decimals in the database (drizzle returns them as strings). */
@@ -53,14 +53,19 @@ export const billingImports = pgTable("billing_imports", {
 
 /**
  * FOCUS cost-and-usage rows (1.0–1.2 columns used by the reports; the rest kept in `extra`).
- * Indexed by org + billing period: every report reads one org's month.
+ * Indexed by org + billing period (+ provider, billing account: the unit an import replaces).
+ *
+ * A fact table written only by the import's COPY: no surrogate key (no API addresses one row)
+ * and no foreign keys (the per-row RI triggers cost ~45 % of the COPY; rows go with their
+ * period or import, organizations are never deleted). Every row is keyed by `org_id`, the
+ * distribution column on a distributed PostgreSQL (docs/OPERATIONS.md).
  */
 export const billingLineItems = pgTable(
   "billing_line_items",
   {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
-    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-    importId: uuid("import_id").references(() => billingImports.id, { onDelete: "set null" }),
+    orgId: uuid("org_id").notNull(),
+    /** billing_imports.id of the import that wrote the row. */
+    importId: uuid("import_id"),
     provider: providerColumn().notNull(),
     billingAccountId: text("billing_account_id").notNull(),
     billingAccountName: text("billing_account_name"),
@@ -106,7 +111,9 @@ export const billingLineItems = pgTable(
     extra: jsonb("extra"),
   },
   (t) => [
-    index("billing_line_items_org_period_idx").on(t.orgId, t.billingPeriod, t.provider),
+    index("billing_line_items_org_period_idx").on(t.orgId, t.billingPeriod, t.provider, t.billingAccountId),
+    // Insured-commitment rebates read the Unused rows of a few commitments (few rows: one per commitment-hour at most).
+    index("billing_line_items_unused_idx").on(t.orgId, t.billingPeriod, t.commitmentDiscountId).where(sql`${t.commitmentDiscountStatus} = 'Unused'`),
     index("billing_line_items_commitment_idx").on(t.orgId, t.commitmentDiscountId).where(sql`${t.commitmentDiscountId} IS NOT NULL`),
   ],
 );
@@ -150,4 +157,64 @@ export const commitments = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("commitments_org_provider_cid_uq").on(t.orgId, t.provider, t.providerCommitmentId)],
+);
+
+/**
+ * The reports' aggregates of one (org, provider, billing account, month), rebuilt from its
+ * billing rows in the transaction of every import that replaces it (lib/billing/summaries.ts),
+ * so a report request reads a few hundred summary rows instead of the month's raw rows.
+ * Sums are exact (numeric, unrounded); names, child organizations and insured terms are joined
+ * when a report is read, so reassigning an account never leaves a summary stale.
+ *
+ * `grain` says which key columns are set: `account` (account_id, account_name), `service`
+ * (service_category, service_name), `day`.
+ */
+export const billingCostSummaries = pgTable(
+  "billing_cost_summaries",
+  {
+    orgId: uuid("org_id").notNull(),
+    provider: providerColumn().notNull(),
+    billingAccountId: text("billing_account_id").notNull(),
+    month: date("month").notNull(),
+    grain: text("grain", { enum: ["account", "service", "day"] }).notNull(),
+    currency: text("currency").notNull(),
+    accountId: text("account_id"),
+    /** Display name of the account in the billing rows (linked-account name, else billing account name). */
+    accountName: text("account_name"),
+    serviceCategory: text("service_category"),
+    serviceName: text("service_name"),
+    day: date("day"),
+    ondemandCost: numeric("ondemand_cost").notNull(),
+    commitmentCost: numeric("commitment_cost").notNull(),
+    otherCost: numeric("other_cost").notNull(),
+    totalCost: numeric("total_cost").notNull(),
+    billedCost: numeric("billed_cost").notNull(),
+  },
+  (t) => [index("billing_cost_summaries_lookup_idx").on(t.orgId, t.month, t.grain, t.provider, t.billingAccountId)],
+);
+
+/**
+ * Commitment usage per commitment and key (Used, Unused, covered on-demand and savings), the
+ * input of the pro-rata allocation of Unused cost (computed when a report is read, over all
+ * billing accounts). `grain`: `account`, `service`, `day_account`.
+ */
+export const commitmentUsageSummaries = pgTable(
+  "commitment_usage_summaries",
+  {
+    orgId: uuid("org_id").notNull(),
+    provider: providerColumn().notNull(),
+    billingAccountId: text("billing_account_id").notNull(),
+    month: date("month").notNull(),
+    grain: text("grain", { enum: ["account", "service", "day_account"] }).notNull(),
+    currency: text("currency").notNull(),
+    commitmentId: text("commitment_id").notNull(),
+    accountId: text("account_id"),
+    serviceName: text("service_name"),
+    day: date("day"),
+    usedCost: numeric("used_cost").notNull(),
+    unusedCost: numeric("unused_cost").notNull(),
+    coveredOndemandCost: numeric("covered_ondemand_cost").notNull(),
+    savings: numeric("savings").notNull(),
+  },
+  (t) => [index("commitment_usage_summaries_lookup_idx").on(t.orgId, t.month, t.grain, t.provider, t.billingAccountId)],
 );

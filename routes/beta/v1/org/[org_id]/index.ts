@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../lib/http/orgRoutes.ts";
-import { getOrganization } from "../../../../../lib/orgs/service.ts";
+import { readOrganization } from "../../../../../lib/orgs/service.ts";
 
 const Organization = t.Object({
   id: t.String({ format: "uuid" }),
@@ -11,7 +11,7 @@ const Organization = t.Object({
 
 /** The caller's organization: any valid credential of the org may read it. */
 export default defineRoutes((s, prefix) =>
-  orgRoutes(s, prefix).get("", async ({ principal }) => getOrganization(s.db, principal.orgId), {
+  orgRoutes(s, prefix).get("", async ({ principal }) => readOrganization(s.handle, principal.orgId), {
     scope: "any",
     response: { 200: Organization },
     detail: { tags: ["Organization"], summary: "The organization of the path", security: [{ bearer: [] }] },

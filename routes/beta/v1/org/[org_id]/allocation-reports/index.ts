@@ -32,7 +32,10 @@ export default defineRoutes((s, prefix) =>
     .get(
       "/:report_type",
       async ({ principal, params, query }) => {
-        const opened = await openReport(s.handle, principal.orgId, params.report_type, query as Record<string, unknown>, s.now());
+        const opened = await openReport(s.handle, principal.orgId, params.report_type, query as Record<string, unknown>, s.now(), {
+          reader: s.reportReader,
+          queryTimeoutMs: s.config.reportQueryTimeoutSeconds * 1000,
+        });
         return reportDownload(s, principal.orgId, opened);
       },
       {

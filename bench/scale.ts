@@ -1,0 +1,171 @@
+/**
+ * One month at real billing size, end to end (issue 11): SCALE_ROWS FOCUS rows (default
+ * 10,000,000; aws, daily grain, 100 resources per linked account, commitments on) are generated,
+ * imported through the CLI (peak RSS of that process), every report is fetched through the real
+ * HTTP app, and the same month is imported again (the replace path of a re-delivered month).
+ * Baselines in the same run and on the same server: `COPY … FROM STDIN` of the same file into a
+ * text table, and `COPY (the report's SQL) TO STDOUT` for the resource-grain CSV.
+ *
+ *   SCALE_ROWS=2000000 npx bun bench/scale.ts
+ *   BENCH_DATABASE_URL=postgres://… (default postgres://postgres@127.0.0.1:5432/test; a fresh database is created and dropped)
+ *   SCALE_FILE=/path.csv reuses a generated file (kept when given).
+ *
+ * Not part of `npm test` nor of `npm run bench`: at 10 M rows it takes several minutes.
+ */
+import postgres from "postgres";
+import { spawn } from "node:child_process";
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { pipeline } from "node:stream/promises";
+
+const ROWS = Number(process.env.SCALE_ROWS ?? 10_000_000);
+const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const RESOURCES = 100;
+/** A complete month: the generator's data ends at `now`. */
+const NOW = new Date("2026-10-31T23:00:00Z");
+const mb = (b: number) => (b / 1048576).toFixed(0);
+const sec = (ms: number) => (ms / 1000).toFixed(2);
+const rate = (rows: number, ms: number) => Math.round(rows / (ms / 1000)).toLocaleString("en-US");
+
+if (process.argv[2] === "generate") {
+  const [, , , out, accounts, maxRows] = process.argv;
+  const { writeFocusCsv } = await import("../lib/billing/generator.ts");
+  const stream = createWriteStream(out!);
+  const rows = await writeFocusCsv(
+    { now: NOW, months: 1, grain: "daily", providers: ["aws"], accountsPerProvider: Number(accounts), resourcesPerAccount: RESOURCES, commitments: true, maxRows: Number(maxRows) },
+    stream,
+  );
+  await new Promise<void>((r) => stream.end(r));
+  console.log(JSON.stringify({ rows }));
+  process.exit(0);
+}
+
+/** Runs a bun child to completion; resolves with stdout, wall time and its peak RSS (VmHWM). */
+function runChild(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; ms: number; peakRss: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let peak = 0;
+    const poll = setInterval(() => {
+      try {
+        const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+        if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+      } catch {}
+    }, 50);
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("exit", (code) => {
+      clearInterval(poll);
+      if (code !== 0) reject(new Error(`${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`));
+      else resolve({ stdout, ms: performance.now() - t0, peakRss: peak });
+    });
+  });
+}
+
+const dbName = `commitops_bench_scale_${Date.now().toString(36)}`;
+const admin = postgres(BASE, { max: 1, onnotice: () => {} });
+await admin.unsafe(`CREATE DATABASE ${dbName}`);
+const url = Object.assign(new URL(BASE), { pathname: `/${dbName}` }).toString();
+const dir = mkdtempSync(join(tmpdir(), "commitops-scale-"));
+const file = process.env.SCALE_FILE ?? join(dir, "focus.csv");
+const root = join(import.meta.dir, "..");
+let exitCode = 0;
+
+try {
+  if (!existsSync(file)) {
+    // 100 resources per account, one row per resource and day, plus the commitments' rows.
+    const accounts = Math.max(1, Math.ceil(ROWS / (RESOURCES * 31)));
+    const gen = await runChild([import.meta.path, "generate", file, String(accounts), String(ROWS)]);
+    console.log(`generated ${JSON.parse(gen.stdout).rows.toLocaleString("en-US")} rows in ${sec(gen.ms)} s`);
+  }
+  const bytes = statSync(file).size;
+
+  await runChild([join(root, "scripts/migrate.ts")], { DATABASE_URL: url });
+  const sql = postgres(url, { max: 2, onnotice: () => {} });
+  const [org] = await sql`INSERT INTO organizations (name) VALUES ('scale') RETURNING id`;
+  const header = readFileSync(file).subarray(0, 16384).toString("utf8").split("\n")[0]!.split(",");
+
+  // Baseline: PostgreSQL parsing the same CSV into a table of text columns.
+  await sql.unsafe(`CREATE TABLE copy_baseline (${header.map((_, i) => `c${i} text`).join(", ")})`);
+  let t0 = performance.now();
+  await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), await sql.unsafe(`COPY copy_baseline FROM STDIN WITH (FORMAT csv, HEADER true)`).writable());
+  const copyMs = performance.now() - t0;
+  await sql.unsafe(`DROP TABLE copy_baseline`);
+
+  const cli = [join(root, "scripts/main.ts"), "import", "focus", "--org", org.id, file, "--json"];
+  const first = await runChild(cli, { DATABASE_URL: url });
+  const imported = JSON.parse(first.stdout);
+  const again = await runChild(cli, { DATABASE_URL: url });
+  const reimported = JSON.parse(again.stdout);
+
+  const [{ size }] = await sql`SELECT pg_total_relation_size('billing_line_items') + pg_total_relation_size('billing_cost_summaries') + pg_total_relation_size('commitment_usage_summaries') AS size`;
+
+  // Every report through the real app (JSON), and the resource-grain one as CSV vs COPY TO.
+  const { openDb } = await import("../lib/db/index.ts");
+  const { loadConfig } = await import("../lib/config.ts");
+  const { createLogger } = await import("../lib/log.ts");
+  const { createServices } = await import("../lib/services.ts");
+  const { createApp } = await import("../lib/http/app.ts");
+  const { createApiKey } = await import("../lib/auth/apiKeys.ts");
+  const { REPORTS, findReport } = await import("../lib/reports/catalog.ts");
+  const { liveReportSql } = await import("../lib/reports/service.ts");
+  const handle = await openDb({ url, migrate: false });
+  const month = String(imported.periods[0].month).slice(0, 7);
+  const [year, mon] = month.split("-").map(Number) as [number, number];
+  const after = new Date(Date.UTC(year, mon, 1, 12));
+  const services = createServices(handle, loadConfig({ ...process.env, PUBLIC_URL: "http://localhost" }, { jobsEnabled: false, seedDemo: false, logLevel: "silent" }), createLogger("silent"), { now: () => after });
+  const app = createApp(services);
+  const key = await createApiKey(handle.db, { orgId: org.id, scopes: ["reports:read"] });
+  // Close the month so the on-period-close reports answer it too.
+  await sql`UPDATE billing_periods SET status = 'closed', closed_at = now() WHERE org_id = ${org.id}`;
+  const fetchReport = async (type: string, format: "json" | "csv") => {
+    const t = performance.now();
+    const res = await app.handle(new Request(`http://localhost/beta/v1/org/${org.id}/allocation-reports/${type}?year=${year}&month=${mon}&format=${format}`, { headers: { authorization: `Bearer ${key.key}` } }));
+    let n = 0;
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      n += value.length;
+    }
+    if (res.status !== 200) throw new Error(`${type} answered ${res.status}`);
+    return { ms: performance.now() - t, bytes: n };
+  };
+  const reports: { type: string; ms: number; bytes: number }[] = [];
+  for (const def of REPORTS) {
+    if (def.report_type === "cloud_bill_by_resource") continue;
+    await fetchReport(def.report_type, "json"); // warm (JIT, plan cache)
+    reports.push({ type: def.report_type, ...(await fetchReport(def.report_type, "json")) });
+  }
+  const csv = await fetchReport("cloud_bill_by_resource", "csv");
+  const { text, params } = liveReportSql(findReport("cloud_bill_by_resource")!, org.id, `${month}-01`, "aws", {});
+  const literal = (v: unknown) => (v === null ? "NULL" : `'${String(v).replace(/'/g, "''")}'`);
+  t0 = performance.now();
+  let copyOutBytes = 0;
+  // Through the handle's copyOut: postgres.js's own COPY stream can leave its socket paused (see lib/db/postgres.ts).
+  await handle.copyOut!(`COPY (${text.replace(/\$(\d+)/g, (_, i) => literal(params[Number(i) - 1]))}) TO STDOUT WITH (FORMAT csv, HEADER true)`, (chunk) => void (copyOutBytes += chunk.length));
+  const copyOutMs = performance.now() - t0;
+  await handle.close();
+  await sql.end();
+
+  const rows = imported.rows_imported as number;
+  const ok = (b: boolean) => (b ? "ok" : "MISSED");
+  console.log(`\n${rows.toLocaleString("en-US")} rows, ${mb(bytes)} MB of FOCUS CSV, one month; database size after import ${mb(Number(size))} MB\n`);
+  console.log(`| step | commitops | baseline (same run) | ratio | target |`);
+  console.log(`|---|---|---|---|---|`);
+  console.log(`| import (CLI) | ${sec(first.ms)} s, ${rate(rows, first.ms)} rows/s, peak RSS ${mb(first.peakRss)} MB | COPY FROM of the file into a text table ${sec(copyMs)} s (${rate(rows, copyMs)} rows/s) | ${(first.ms / copyMs).toFixed(2)}× | ≤ 1.5×, RSS < 200 MB ${ok(first.ms / copyMs <= 1.5 && first.peakRss < 200 * 1048576)} |`);
+  console.log(`| re-import of the same month | ${sec(again.ms)} s, ${Number(reimported.rows_replaced).toLocaleString("en-US")} rows replaced, peak RSS ${mb(again.peakRss)} MB | | ${(again.ms / copyMs).toFixed(2)}× | |`);
+  for (const r of reports) console.log(`| ${r.type} (JSON) | ${Math.round(r.ms)} ms, ${(r.bytes / 1024).toFixed(0)} KB | | | < 300 ms ${ok(r.ms < 300)} |`);
+  console.log(`| cloud_bill_by_resource (CSV) | ${sec(csv.ms)} s, ${mb(csv.bytes)} MB | COPY (query) TO STDOUT ${sec(copyOutMs)} s, ${mb(copyOutBytes)} MB | ${(csv.ms / copyOutMs).toFixed(2)}× | ≤ 1.5× ${ok(csv.ms / copyOutMs <= 1.5)} |`);
+} catch (e) {
+  console.error(e);
+  exitCode = 1;
+} finally {
+  if (!process.env.SCALE_FILE) rmSync(dir, { recursive: true, force: true });
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+  await admin.end();
+}
+process.exit(exitCode);

@@ -1,0 +1,110 @@
+/**
+ * The reports' aggregates (billing_cost_summaries, commitment_usage_summaries) rebuilt from the
+ * stored rows in SQL: one pass per table with GROUPING SETS, exact numeric sums. The import adds
+ * them up itself as rows stream past (summaryAccumulator.ts); this is its fallback for amounts
+ * too large to add exactly in JS, the reference the tests compare it with, and the repair path
+ * for rows written by other means. Report requests read these small tables
+ * (lib/reports/catalog.ts) instead of re-aggregating the month's raw rows.
+ */
+import type { DbOrTx } from "../db/index.ts";
+import { queryRows, type Provider } from "./sql.ts";
+import { SQLX } from "./queries.ts";
+
+/** The unit an import replaces: one billing account's month of one provider. */
+export interface BillingPeriodKey {
+  provider: Provider;
+  billing_account_id: string;
+  /** First day of the month, `YYYY-MM-DD`. */
+  month: string;
+}
+
+const PERIODS = `p AS (SELECT * FROM json_to_recordset($2::json) AS p(provider text, billing_account_id text, month date))`;
+const ROWS_OF_PERIODS = `billing_line_items li JOIN p ON li.provider = p.provider AND li.billing_account_id = p.billing_account_id AND li.billing_period = p.month`;
+
+/** Deletes the summaries of `periods` (before they are written again). */
+export async function deleteSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[]): Promise<void> {
+  for (const table of ["billing_cost_summaries", "commitment_usage_summaries"]) {
+    await queryRows(
+      tx,
+      `WITH ${PERIODS} DELETE FROM ${table} s USING p
+       WHERE s.org_id = $1::uuid AND s.provider = p.provider AND s.billing_account_id = p.billing_account_id AND s.month = p.month`,
+      [orgId, JSON.stringify(periods)],
+    );
+  }
+}
+
+/** Replaces the summaries of `periods` with aggregates of their current billing rows (in SQL). */
+export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[]): Promise<{ cost_rows: number; commitment_rows: number }> {
+  if (!periods.length) return { cost_rows: 0, commitment_rows: 0 };
+  const params = [orgId, JSON.stringify(periods)];
+  await deleteSummaries(tx, orgId, periods);
+  const [cost] = await queryRows<{ n: number }>(
+    tx,
+    `WITH ${PERIODS},
+     x AS (
+       SELECT li.provider, li.billing_account_id, li.billing_period, li.billing_currency, ${SQLX.account} AS account_id,
+         CASE WHEN li.sub_account_id IS NULL THEN li.billing_account_name ELSE li.sub_account_name END AS account_name,
+         li.service_category, li.service_name, (li.charge_period_start AT TIME ZONE 'UTC')::date AS day,
+         li.effective_cost, li.billed_cost,
+         ${SQLX.ondemand} AS is_ondemand,
+         (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase' AS is_commitment,
+         li.charge_category NOT IN ('Usage', 'Purchase') AS is_other
+       FROM ${ROWS_OF_PERIODS}
+       WHERE li.org_id = $1::uuid
+     ),
+     ins AS (
+       INSERT INTO billing_cost_summaries (org_id, provider, billing_account_id, month, grain, currency, account_id, account_name, service_category, service_name, day,
+         ondemand_cost, commitment_cost, other_cost, total_cost, billed_cost)
+       SELECT $1::uuid, provider, billing_account_id, billing_period,
+         CASE WHEN GROUPING(account_id) = 0 THEN 'account' WHEN GROUPING(service_name) = 0 THEN 'service' ELSE 'day' END,
+         billing_currency, account_id, CASE WHEN GROUPING(account_id) = 0 THEN max(account_name) END, service_category, service_name, day,
+         COALESCE(SUM(effective_cost) FILTER (WHERE is_ondemand), 0), COALESCE(SUM(effective_cost) FILTER (WHERE is_commitment), 0),
+         COALESCE(SUM(effective_cost) FILTER (WHERE is_other), 0), SUM(effective_cost), SUM(billed_cost)
+       FROM x
+       GROUP BY provider, billing_account_id, billing_period, billing_currency, GROUPING SETS ((account_id), (service_category, service_name), (day))
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM ins`,
+    params,
+  );
+  const [commitment] = await queryRows<{ n: number }>(
+    tx,
+    `WITH ${PERIODS},
+     x AS (
+       SELECT li.provider, li.billing_account_id, li.billing_period, li.billing_currency, li.commitment_discount_id AS cid, ${SQLX.account} AS account_id,
+         li.service_name, (li.charge_period_start AT TIME ZONE 'UTC')::date AS day, li.commitment_discount_status AS status, li.effective_cost, ${SQLX.odEq} AS od
+       FROM ${ROWS_OF_PERIODS}
+       WHERE li.org_id = $1::uuid AND li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL AND li.commitment_discount_status IN ('Used', 'Unused')
+     ),
+     ins AS (
+       INSERT INTO commitment_usage_summaries (org_id, provider, billing_account_id, month, grain, currency, commitment_id, account_id, service_name, day,
+         used_cost, unused_cost, covered_ondemand_cost, savings)
+       SELECT $1::uuid, provider, billing_account_id, billing_period,
+         CASE WHEN GROUPING(day) = 0 THEN 'day_account' WHEN GROUPING(account_id) = 0 THEN 'account' ELSE 'service' END,
+         billing_currency, cid, account_id, service_name, day,
+         COALESCE(SUM(effective_cost) FILTER (WHERE status = 'Used'), 0), COALESCE(SUM(effective_cost) FILTER (WHERE status = 'Unused'), 0),
+         COALESCE(SUM(od) FILTER (WHERE status = 'Used'), 0), COALESCE(SUM(od - effective_cost) FILTER (WHERE status = 'Used'), 0)
+       FROM x
+       GROUP BY provider, billing_account_id, billing_period, billing_currency, cid, GROUPING SETS ((account_id), (service_name), (day, account_id))
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM ins`,
+    params,
+  );
+  return { cost_rows: Number(cost?.n ?? 0), commitment_rows: Number(commitment?.n ?? 0) };
+}
+
+/**
+ * Rebuilds the summaries of every billing period the org has rows for (optionally one month):
+ * for rows written other than by the import (tests' fixtures, a data repair by hand).
+ */
+export async function rebuildAllBillingSummaries(tx: DbOrTx, orgId: string, month?: string): Promise<number> {
+  const periods = await queryRows<BillingPeriodKey>(
+    tx,
+    `SELECT DISTINCT provider, billing_account_id, to_char(billing_period, 'YYYY-MM-DD') AS month FROM billing_line_items
+     WHERE org_id = $1::uuid AND ($2::date IS NULL OR billing_period = $2::date)`,
+    [orgId, month ?? null],
+  );
+  await rebuildBillingSummaries(tx, orgId, periods);
+  return periods.length;
+}
