@@ -16,6 +16,7 @@ import { deriveCommitments } from "./inventory.ts";
 import { SummaryAccumulator, type SummaryInput } from "./summaryAccumulator.ts";
 import { rebuildBillingSummaries } from "./summaries.ts";
 import { collectGarbageHint } from "../adapters/gc.ts";
+import { openCopyIn } from "../db/copyIn.ts";
 import { CsvSyntaxError, detach, readCsv } from "./csvReader.ts";
 
 type Kind = "text" | "num" | "ts" | "json";
@@ -419,97 +420,9 @@ const INSERT_COLUMNS = ["provider", "billing_period", "instance_type", "extra", 
  */
 const ANALYZED_COLUMNS = ["org_id", "billing_period", "provider", "billing_account_id", "sub_account_id", "charge_category", "charge_period_start", "commitment_discount_id", "commitment_discount_status", "service_name", "region_id", "resource_id", "instance_type"];
 
-/** Where the import's COPY lines go: fed in order, ended once, or aborted (nothing kept). */
-interface CopySink {
-  write(lines: string): Promise<void>;
-  end(): Promise<void>;
-  abort(e: unknown): Promise<void>;
-}
-
 /** Bytes of COPY text handed to the driver at once. */
 const COPY_CHUNK_BYTES = 1 << 18;
 const GC_EVERY_BYTES = 32 << 20;
-/** PGlite takes COPY input as one blob per statement: rows per statement. */
-const PGLITE_COPY_BYTES = 8 << 20;
-
-/**
- * COPY into billing_line_items inside the caller's transaction, reaching the driver client under
- * drizzle's transaction: postgres.js streams one COPY FROM STDIN for the whole file (socket
- * backpressure bounds memory); PGlite runs one COPY FROM '/dev/blob' per few MB.
- */
-function copySink(tx: any, orgId: string, importId: string): CopySink {
-  const copySql = `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`;
-  const client = tx?.session?.client;
-  if (client && typeof client.unsafe === "function") {
-    let writable: import("node:stream").Writable | null = null;
-    let failed: unknown = null;
-    /** Rejects when the server ends the COPY with an error (a constraint, a cancel): a pending write never completes then. */
-    let serverFailure: Promise<never> = new Promise(() => {});
-    const open = async () => {
-      const query = client.unsafe(copySql);
-      serverFailure = Promise.resolve(query).then(
-        () => new Promise<never>(() => {}),
-        (e: unknown) => {
-          failed ??= e;
-          throw e;
-        },
-      );
-      serverFailure.catch(() => {});
-      const w: import("node:stream").Writable = await query.writable();
-      w.on("error", (e) => (failed ??= e));
-      return w;
-    };
-    return {
-      async write(lines) {
-        writable ??= await open();
-        if (failed) throw failed;
-        // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
-        const w = writable;
-        await Promise.race([new Promise<void>((resolve, reject) => w.write(lines, (e) => (e ? reject(e) : resolve()))), serverFailure]);
-      },
-      async end() {
-        if (!writable) return;
-        const w = writable;
-        await Promise.race([
-          new Promise<void>((resolve, reject) => {
-            w.once("error", reject);
-            w.end(() => resolve());
-          }),
-          serverFailure,
-        ]);
-        if (failed) throw failed;
-      },
-      async abort(e) {
-        if (!writable || writable.destroyed) return;
-        const w = writable;
-        await new Promise<void>((resolve) => {
-          w.once("close", resolve);
-          w.destroy(e instanceof Error ? e : new Error(String(e)));
-        });
-      },
-    };
-  }
-  if (client && typeof client.query === "function") {
-    let pending = "";
-    const flush = async () => {
-      if (!pending) return;
-      const blob = new Blob([pending]);
-      pending = "";
-      await client.query(copySql.replace("FROM STDIN", "FROM '/dev/blob'"), [], { blob });
-    };
-    return {
-      async write(lines) {
-        pending += lines;
-        if (pending.length >= PGLITE_COPY_BYTES) await flush();
-      },
-      end: flush,
-      async abort() {
-        pending = "";
-      },
-    };
-  }
-  throw new Error("importFocus: the database driver offers no COPY");
-}
 
 async function* csvRecords(input: AsyncIterable<string | Uint8Array>) {
   try {
@@ -555,7 +468,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const closedPeriods = new Set<string>();
     const accounts = new Map<string, { provider: Provider; account_id: string; name: string | null; billing_account_id: string | null; billing_account_name: string | null }>();
     const commitmentIds = new Set<string>();
-    const sink = copySink(tx, orgId, importId);
+    const sink = openCopyIn(tx, `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`);
     let chunk = "";
     let bytesSinceCollect = 0;
     const summaries = new SummaryAccumulator();

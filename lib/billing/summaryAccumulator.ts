@@ -4,6 +4,10 @@
  * amount is read as the numeric(30,10) the database stores (10 decimals, half away from zero)
  * and added as a scaled BigInt, so the totals equal SUM() over the stored rows to the last digit
  * (tests/billing/summaries.test.ts compares both on generated data).
+ *
+ * The money concepts are defined once, in SQL (`SQLX` in queries.ts: on-demand, commitment and
+ * other charges, the covered on-demand equivalent); `add` restates them for rows in flight, and
+ * the same test fails as soon as the two disagree (summaries.ts builds the SQL side from SQLX).
  */
 import type { DbOrTx } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";

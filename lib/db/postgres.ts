@@ -223,25 +223,27 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
    * longer limit, and the time to the first data (the query's own work) is bounded by cancelling
    * it from outside when `firstBatchTimeoutMs` passes first.
    */
-  const readStream = (opts: StreamOptions, read: (tx: any, firstData: () => void) => Promise<void>) =>
+  const readStream = (opts: StreamOptions, read: (tx: any, watch: (query: { cancel(): unknown }) => () => void) => Promise<void>) =>
     begin("read only", async (tx: any) => {
       await tx.unsafe(`SET LOCAL statement_timeout = ${Math.floor(cfg.streamTimeoutMs)}`);
       const limitMs = opts.firstBatchTimeoutMs ?? 0;
       let timer: ReturnType<typeof setTimeout> | undefined;
       let timedOut = false;
-      if (limitMs > 0) {
-        const [{ pid }] = await tx.unsafe(`SELECT pg_backend_pid() AS pid`);
-        timer = setTimeout(() => {
-          timedOut = true;
-          unsafe(`SELECT pg_cancel_backend($1)`, [pid]).catch(() => {});
-        }, limitMs);
-      }
-      const firstData = () => {
-        clearTimeout(timer);
-        if (timedOut) throw new QueryTimeoutError(limitMs);
+      /** Arms the limit on `query` (postgres.js cancels it on its own connection); returns what to call at the first data. */
+      const watch = (query: { cancel(): unknown }) => {
+        if (limitMs > 0) {
+          timer = setTimeout(() => {
+            timedOut = true;
+            query.cancel();
+          }, limitMs);
+        }
+        return () => {
+          clearTimeout(timer);
+          if (timedOut) throw new QueryTimeoutError(limitMs);
+        };
       };
       try {
-        await read(tx, firstData);
+        await read(tx, watch);
       } catch (e) {
         if (timedOut) throw new QueryTimeoutError(limitMs);
         throw e;
@@ -263,18 +265,21 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       return (await (RETRYABLE.test(text) ? withRetry(make) : make())) as unknown as T[];
     },
     async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000, opts: StreamOptions = {}) {
-      await readStream(opts, async (tx, firstData) => {
-        for await (const rows of tx.unsafe(text, params as any[]).cursor(batchSize)) {
+      await readStream(opts, async (tx, watch) => {
+        const query = tx.unsafe(text, params as any[]);
+        const firstData = watch(query);
+        for await (const rows of query.cursor(batchSize)) {
           firstData();
           await onBatch(rows as unknown as T[]);
         }
       });
     },
     async copyOut(text: string, onChunk: (chunk: Uint8Array) => Promise<void> | void, opts: StreamOptions = {}) {
-      await readStream(opts, async (tx, firstData) => {
+      await readStream(opts, async (tx, watch) => {
         // COPY takes no parameters: callers inline validated literals (quoted for this setting).
         await tx.unsafe(`SET LOCAL standard_conforming_strings = on`);
         const query = tx.unsafe(text);
+        const firstData = watch(query);
         const done = Promise.resolve(query).then(
           () => null,
           (e: unknown) => e,

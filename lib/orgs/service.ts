@@ -6,8 +6,8 @@ import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { hashPassword } from "../adapters/password.ts";
 import type { Role } from "../auth/scopes.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string) => UUID.test(s);
+import { isUuid } from "../ids.ts";
+export { isUuid };
 
 export interface OrganizationView {
   id: string;

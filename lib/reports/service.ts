@@ -12,6 +12,7 @@ import { REPORTS, descriptorOf, findReport, type ReportDefinition } from "./cata
 import { listBillingPeriods } from "./periods.ts";
 import { ClientGoneError, DownloadIdleError, DownloadsBusyError, ReportTimeoutError, downloadLimits, downloadSlots } from "./downloads.ts";
 import { QueryTimeoutError, readConsistent } from "../db/index.ts";
+import { isUuid } from "../ids.ts";
 import type { Services } from "../services.ts";
 import { textProblem } from "../http/text.ts";
 
@@ -54,7 +55,6 @@ export interface ReportQuery {
   filters: Record<string, string>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function bad(param: string, message: string): never {
   throw new BadRequestError(`Invalid query parameter \`${param}\`: ${message}.`, { [param]: [message] });
@@ -85,7 +85,7 @@ export function parseReportQuery(def: ReportDefinition, query: Record<string, un
       const problem = textProblem(v, { minLength: 1, maxLength: 512 });
       if (problem) bad(k, problem);
       if (p.enum && !p.enum.includes(v)) bad(k, `must be one of ${p.enum.join(", ")}`);
-      if (p.format === "uuid" && !UUID.test(v)) bad(k, "must be a UUID");
+      if (p.format === "uuid" && !isUuid(v)) bad(k, "must be a UUID");
       if (k === "provider") out.provider = v as Provider;
       else out.filters[p.column] = p.format === "uuid" ? v.toLowerCase() : v;
     }
@@ -124,8 +124,11 @@ const entryOf = (month: string, status: PeriodEntry["status"]): PeriodEntry => (
 
 /** The report's available periods, most recent first. */
 export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefinition, provider: Provider | undefined, now: Date): Promise<PeriodEntry[]> {
+  return periodsOf(def, await monthStates(db, orgId, provider), now);
+}
+
+function periodsOf(def: ReportDefinition, states: Map<string, MonthState>, now: Date): PeriodEntry[] {
   const current = monthStart(now);
-  const states = await monthStates(db, orgId, provider);
   const out: PeriodEntry[] = [];
   if (def.update_cadence === "daily" && !states.has(current)) out.push(entryOf(current, "in_progress"));
   if (def.update_cadence === "static" && !states.has(current)) out.push(entryOf(current, "finalized"));
@@ -256,9 +259,8 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
   // The month's period state and its rows come from one server: the read replica when it has the
   // primary's period state of this month (a frozen month is never read stale), else the primary.
   const readFrom = opts.reader && opts.reader !== handle ? await readConsistent(handle, opts.reader, PERIOD_TOKEN_SQL, [orgId, month, q.provider ?? null]) : handle;
-  const periods = await reportPeriods(readFrom.db, orgId, def, q.provider, now);
-  const entry = periods.find((p) => p.year === q.year && p.month === q.month);
   const states = await monthStates(readFrom.db, orgId, q.provider);
+  const entry = periodsOf(def, states, now).find((p) => p.year === q.year && p.month === q.month);
   const state = states.get(month);
   let status: PeriodEntry["status"];
   let sources: { provider: Provider | null; frozen: boolean }[];
@@ -296,7 +298,7 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     }
   };
   const copyOut = readFrom.copyOut?.bind(readFrom);
-  const copies = sources.every((src) => !src.frozen) && copyOut ? sources.map((src, i) => liveReportCsvCopy(def, orgId, month, src.provider, q.filters, i === 0)) : [];
+  const copies = q.format === "csv" && sources.every((src) => !src.frozen) && copyOut ? sources.map((src, i) => liveReportCsvCopy(def, orgId, month, src.provider, q.filters, i === 0)) : [];
   const forEachCsvBytes =
     copyOut && copies.length && copies.every((c) => c !== null)
       ? async (onChunk: (bytes: Uint8Array) => Promise<void> | void) => {

@@ -1,16 +1,14 @@
 // /docs: Scalar served from this service (a pinned npm copy), with the sign-in pages' security
 // headers. The browser part runs in Debian's /usr/bin/chromium (scripts/ci-install-chromium.sh).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser } from "playwright-core";
-import { chromiumAvailable, launchChromium } from "../helpers/chromium.ts";
+import { useServedTestApp } from "../helpers/chromium.ts";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { SCALAR_SCRIPT_PATH, SCALAR_VERSION, setScalarScript } from "../../lib/http/docs.ts";
 
 const root = join(import.meta.dir, "../..");
-const hasChromium = chromiumAvailable("docs browser test");
 
 function cspDirectives(header: string | null): Map<string, string> {
   return new Map(
@@ -94,29 +92,13 @@ describeEachDb("API reference page", (driver) => {
 });
 
 describe("API reference in headless Chromium", () => {
-  const config: { publicUrl?: string } = {};
-  let server: ReturnType<typeof Bun.serve> | undefined;
-  let handler: (req: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
-  beforeAll(() => {
-    server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => handler(req) });
-    config.publicUrl = `http://127.0.0.1:${server.port}`;
-  });
-  const t = useTestApp("pglite", { config });
-  let browser: Browser | undefined;
-  beforeAll(async () => {
-    handler = (req) => t.app.handle(req);
-    if (hasChromium) browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    server?.stop(true);
-  });
+  const { t, hasChromium, baseUrl, browser } = useServedTestApp("pglite", "docs browser test");
 
   test.skipIf(!hasChromium)(
     "/docs renders the API under its CSP: no violation, no error, no request to another origin",
     async () => {
-      const base = config.publicUrl!;
-      const page = await browser!.newPage();
+      const base = baseUrl();
+      const page = await browser().newPage();
       const problems: string[] = [];
       const requests: string[] = [];
       page.on("console", (m) => {

@@ -1,51 +1,24 @@
 // The login and consent pages driven in headless Chromium (Debian's /usr/bin/chromium; CI installs
 // it with scripts/ci-install-chromium.sh). Skipped, with a message, only when it is absent.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser } from "playwright-core";
-import { chromiumAvailable, launchChromium } from "../helpers/chromium.ts";
+import { useServedTestApp } from "../helpers/chromium.ts";
 import { describeEachDb } from "../helpers/db.ts";
-import { useTestApp } from "../helpers/app.ts";
 import { createOrganization } from "../../lib/orgs/service.ts";
-import { rememberPeerAddress } from "../../lib/oauth/peerAddress.ts";
 import { makeUser, pkce } from "./helpers.ts";
 
-const hasChromium = chromiumAvailable("oauth browser test");
 const ARTIFACTS = join(import.meta.dir, "..", "artifacts");
 const CLIENT_REDIRECT = "http://127.0.0.1:9/oauth-client/callback"; // never reached: intercepted in the browser
 
 describeEachDb("oauth: headless browser authorization", (driver) => {
   // The server must listen before the app exists (its URL is the issuer): bind first, serve the app once created.
-  const config: { publicUrl?: string } = {};
-  let server: ReturnType<typeof Bun.serve> | undefined;
-  let handler: (req: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
-  beforeAll(() => {
-    server = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: (req, srv) => {
-        rememberPeerAddress(req, srv.requestIP(req)?.address);
-        return handler(req);
-      },
-    });
-    config.publicUrl = `http://127.0.0.1:${server.port}`;
-  });
-  const t = useTestApp(driver, { config });
-  let browser: Browser | undefined;
-  beforeAll(async () => {
-    handler = (req) => t.app.handle(req);
-    if (hasChromium) browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    server?.stop(true);
-  });
+  const { t, hasChromium, baseUrl, browser } = useServedTestApp(driver, "oauth browser test");
 
   test.skipIf(!hasChromium)(
     "register → authorize → login form → organization + consent → redirect with code → token → API call → sign-out revokes",
     async () => {
-      const base = config.publicUrl!;
+      const base = baseUrl();
       const orgA = await createOrganization(t.s.db, { name: "Browser Org A" });
       const orgB = await createOrganization(t.s.db, { name: "Browser Org B" });
       const user = await makeUser(t, [{ orgId: orgA.id, role: "viewer" }, { orgId: orgB.id, role: "admin" }]);
@@ -69,7 +42,7 @@ describeEachDb("oauth: headless browser authorization", (driver) => {
         scope: "reports:read estimates:read estimates:write",
       })}`;
 
-      const context = await browser!.newContext();
+      const context = await browser().newContext();
       const page = await context.newPage();
       let redirectedTo: string | null = null;
       await page.route(`${CLIENT_REDIRECT}**`, (route) => {

@@ -1,0 +1,93 @@
+/**
+ * Bulk writes with COPY FROM STDIN for either driver: the counterpart of DatabaseHandle.copyOut,
+ * but inside a transaction the caller already holds (the FOCUS import's).
+ */
+import type { Tx } from "./types.ts";
+
+/** Where COPY text lines go: fed in order, ended once, or aborted (nothing kept). */
+export interface CopySink {
+  write(lines: string): Promise<void>;
+  end(): Promise<void>;
+  abort(e: unknown): Promise<void>;
+}
+
+/** PGlite takes COPY input as one blob per statement: rows per statement. */
+const PGLITE_COPY_BYTES = 8 << 20;
+
+/**
+ * `COPY … FROM STDIN` (text format) inside the caller's drizzle transaction, reaching the driver
+ * client under it: postgres.js streams one COPY for everything written (each write waits for the
+ * socket, so the server's pace bounds memory); PGlite runs one COPY FROM '/dev/blob' per 8 MB.
+ */
+export function openCopyIn(tx: Tx, copySql: string): CopySink {
+  const client = (tx as any)?.session?.client;
+  if (client && typeof client.unsafe === "function") {
+    let writable: import("node:stream").Writable | null = null;
+    let failed: unknown = null;
+    /** Rejects when the server ends the COPY with an error (a constraint, a cancel): a pending write never completes then. */
+    let serverFailure: Promise<never> = new Promise(() => {});
+    const open = async () => {
+      const query = client.unsafe(copySql);
+      serverFailure = Promise.resolve(query).then(
+        () => new Promise<never>(() => {}),
+        (e: unknown) => {
+          failed ??= e;
+          throw e;
+        },
+      );
+      serverFailure.catch(() => {});
+      const w: import("node:stream").Writable = await query.writable();
+      w.on("error", (e) => (failed ??= e));
+      return w;
+    };
+    return {
+      async write(lines) {
+        writable ??= await open();
+        if (failed) throw failed;
+        // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
+        const w = writable;
+        await Promise.race([new Promise<void>((resolve, reject) => w.write(lines, (e) => (e ? reject(e) : resolve()))), serverFailure]);
+      },
+      async end() {
+        if (!writable) return;
+        const w = writable;
+        await Promise.race([
+          new Promise<void>((resolve, reject) => {
+            w.once("error", reject);
+            w.end(() => resolve());
+          }),
+          serverFailure,
+        ]);
+        if (failed) throw failed;
+      },
+      async abort(e) {
+        if (!writable || writable.destroyed) return;
+        const w = writable;
+        await new Promise<void>((resolve) => {
+          w.once("close", resolve);
+          w.destroy(e instanceof Error ? e : new Error(String(e)));
+        });
+      },
+    };
+  }
+  if (client && typeof client.query === "function") {
+    let pending = "";
+    const flush = async () => {
+      if (!pending) return;
+      const blob = new Blob([pending]);
+      pending = "";
+      await client.query(copySql.replace("FROM STDIN", "FROM '/dev/blob'"), [], { blob });
+    };
+    return {
+      async write(lines) {
+        pending += lines;
+        if (pending.length >= PGLITE_COPY_BYTES) await flush();
+      },
+      end: flush,
+      async abort() {
+        pending = "";
+      },
+    };
+  }
+  throw new Error("openCopyIn: the database driver offers no COPY");
+}
