@@ -3,12 +3,16 @@
  * line breaks), CRLF/LF/CR line ends, a leading BOM, blank lines skipped, and the 1-based line
  * number where each record starts (for error reports). It exists because csv-parse runs at a
  * few MB/s under Bun, which made it the bottleneck of FOCUS imports; memory stays bounded by
- * the input chunk size plus one record.
+ * the input chunk size plus one record. Records come in batches, one per input chunk (an
+ * await per record costs more than parsing it).
  */
-export interface CsvRecord {
-  fields: string[];
-  /** Line of the file where the record starts (header = 1). */
-  line: number;
+export interface CsvBatch {
+  /** Fields of each record, in file order. */
+  records: string[][];
+  /** Line of the file where each record starts (header = 1). */
+  lines: number[];
+  /** No field of the batch holds a backslash, a tab or a line break (COPY text needs no escaping). */
+  plain: boolean;
 }
 
 const QUOTE = 34;
@@ -16,12 +20,23 @@ const COMMA = 44;
 const LF = 10;
 const CR = 13;
 
-export async function* readCsv(input: AsyncIterable<string | Uint8Array>): AsyncGenerator<CsvRecord> {
-  const decoder = new TextDecoder("utf-8");
+export interface CsvParser {
+  /** Appends decoded text. */
+  push(text: string): void;
+  /** The records complete in what was pushed (all of it when `final`); the rest stays for later. */
+  parse(final: boolean): CsvBatch;
+  /** The line the next record starts on. */
+  readonly line: number;
+}
+
+/** The parser under readCsvBatches. */
+export function csvParser(firstLine = 1): CsvParser {
   let buf = "";
-  let line = 1;
-  let first = true;
-  const parse = function* (final: boolean): Generator<CsvRecord> {
+  let line = firstLine;
+  const parse = (final: boolean): CsvBatch => {
+    const records: string[][] = [];
+    const lines: number[] = [];
+    let plain = true;
     let pos = 0;
     const n = buf.length;
     const next = (ch: string, from: number) => {
@@ -32,7 +47,7 @@ export async function* readCsv(input: AsyncIterable<string | Uint8Array>): Async
     let crPos = -1;
     outer: while (pos < n) {
       const startLine = line;
-      let lines = 0;
+      let lines_ = 0;
       const fields: string[] = [];
       let p = pos;
       for (;;) {
@@ -49,7 +64,7 @@ export async function* readCsv(input: AsyncIterable<string | Uint8Array>): Async
             const q = buf.indexOf('"', from);
             if (q < 0) {
               if (!final) break outer;
-              throw new CsvSyntaxError(`unterminated quoted field starting on line ${startLine}`, startLine);
+              throw new CsvSyntaxError("unterminated quoted field starting on line", startLine, startLine);
             }
             if (q + 1 < n && buf.charCodeAt(q + 1) === QUOTE) {
               value += buf.slice(from, q + 1);
@@ -61,7 +76,8 @@ export async function* readCsv(input: AsyncIterable<string | Uint8Array>): Async
             p = q + 1;
             break;
           }
-          for (let i = value.indexOf("\n"); i >= 0; i = value.indexOf("\n", i + 1)) lines++;
+          for (let i = value.indexOf("\n"); i >= 0; i = value.indexOf("\n", i + 1)) lines_++;
+          if (lines_ > 0 || value.indexOf("\r") >= 0) plain = false;
           fields.push(value);
           c = p < n ? buf.charCodeAt(p) : -1;
         } else {
@@ -87,28 +103,58 @@ export async function* readCsv(input: AsyncIterable<string | Uint8Array>): Async
           p += p + 1 < n && buf.charCodeAt(p + 1) === LF ? 2 : 1;
         } else if (c === LF) p++;
         else if (c !== -1) {
-          throw new CsvSyntaxError(`unexpected character after a quoted field on line ${startLine + lines}`, startLine);
+          throw new CsvSyntaxError("unexpected character after a quoted field on line", startLine + lines_, startLine);
         }
-        lines++;
+        lines_++;
         break;
       }
       pos = p;
-      line = startLine + lines;
-      if (!(fields.length === 1 && fields[0] === "")) yield { fields, line: startLine };
+      line = startLine + lines_;
+      if (!(fields.length === 1 && fields[0] === "")) {
+        records.push(fields);
+        lines.push(startLine);
+      }
+    }
+    if (plain && pos > 0) {
+      const bs = buf.indexOf("\\");
+      const tab = buf.indexOf("\t");
+      if ((bs >= 0 && bs < pos) || (tab >= 0 && tab < pos)) plain = false;
     }
     buf = buf.slice(pos);
+    return { records, lines, plain };
   };
+  return {
+    push(text) {
+      buf += text;
+    },
+    parse,
+    get line() {
+      return line;
+    },
+  };
+}
+
+export async function* readCsvBatches(input: AsyncIterable<string | Uint8Array>): AsyncGenerator<CsvBatch> {
+  const decoder = new TextDecoder("utf-8");
+  const parser = csvParser();
+  let first = true;
+  let pending = false;
   for await (const chunk of input) {
     let text = typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
     if (first && text.length) {
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       first = false;
     }
-    buf += text;
-    yield* parse(false);
+    parser.push(text);
+    pending = true;
+    const batch = parser.parse(false);
+    if (batch.records.length) yield batch;
   }
-  buf += decoder.decode();
-  if (buf.length) yield* parse(true);
+  parser.push(decoder.decode());
+  if (pending) {
+    const batch = parser.parse(true);
+    if (batch.records.length) yield batch;
+  }
 }
 
 /**
@@ -124,7 +170,8 @@ export function detach<T extends string | null>(field: T): T {
 }
 
 export class CsvSyntaxError extends Error {
-  constructor(message: string, readonly line: number) {
-    super(message);
+  /** `reason` ends with the word "line": the message is it followed by `at`; `line`: where the record starts. */
+  constructor(readonly reason: string, readonly at: number, readonly line: number) {
+    super(`${reason} ${at}`);
   }
 }

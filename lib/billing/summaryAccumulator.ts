@@ -78,36 +78,55 @@ export interface SummaryInput {
 const FRACTION_UNIT = 1e10;
 const CARRY_AT = 1e15;
 const MAX_EXACT_INTEGER_DIGITS = 15;
-const SIMPLE = /^([+-]?)(\d*)(?:\.(\d*))?$/;
+const POW10 = Array.from({ length: DECIMALS + 1 }, (_, i) => 10 ** i);
 
-/** Adds `text` to sums[i] (integer part) and sums[i + n] (fraction); false when it cannot be exact. */
-function addDecimal(sums: Float64Array, i: number, n: number, text: string, negate = false): boolean {
-  let int: number;
-  let frac: number;
-  const m = SIMPLE.exec(text);
-  if (m && (m[2]?.length ?? 0) <= MAX_EXACT_INTEGER_DIGITS) {
-    const digits = m[3] ?? "";
-    int = m[2] ? Number(m[2]) : 0;
-    frac = digits.length <= DECIMALS ? Number(digits.padEnd(DECIMALS, "0")) : Number(digits.slice(0, DECIMALS)) + (digits.charCodeAt(DECIMALS) >= 53 ? 1 : 0);
-    if (frac === FRACTION_UNIT) {
-      int += 1;
-      frac = 0;
+/** The last amount read by `readAmount`: integer part and 10-decimal fraction, same sign. */
+let amountInt = 0;
+let amountFrac = 0;
+
+/** Reads a validated FOCUS decimal into amountInt/amountFrac; false when it cannot be exact here. */
+function readAmount(text: string): boolean {
+  const len = text.length;
+  let start = 0;
+  const c0 = text.charCodeAt(0);
+  if (c0 === 45 || c0 === 43) start = 1;
+  if (text.indexOf("e", start) < 0 && text.indexOf("E", start) < 0) {
+    const dot = text.indexOf(".", start);
+    const intEnd = dot < 0 ? len : dot;
+    if (intEnd - start <= MAX_EXACT_INTEGER_DIGITS) {
+      let int = intEnd > start ? Number(text.slice(start, intEnd)) : 0;
+      let frac = 0;
+      const fracLen = dot < 0 ? 0 : len - dot - 1;
+      if (fracLen > 0) {
+        if (fracLen <= DECIMALS) frac = Number(text.slice(dot + 1)) * POW10[DECIMALS - fracLen]!;
+        else {
+          // Rounded half away from zero at 10 decimals, like numeric(30,10).
+          frac = Number(text.slice(dot + 1, dot + 1 + DECIMALS)) + (text.charCodeAt(dot + 1 + DECIMALS) >= 53 ? 1 : 0);
+          if (frac === FRACTION_UNIT) {
+            int += 1;
+            frac = 0;
+          }
+        }
+      }
+      if (c0 === 45) {
+        int = -int;
+        frac = -frac;
+      }
+      amountInt = int;
+      amountFrac = frac;
+      return true;
     }
-    if (m[1] === "-") {
-      int = -int;
-      frac = -frac;
-    }
-  } else {
-    const v = scaledDecimal(text);
-    const whole = v / SCALE;
-    if (whole > 10n ** BigInt(MAX_EXACT_INTEGER_DIGITS) || whole < -(10n ** BigInt(MAX_EXACT_INTEGER_DIGITS))) return false;
-    int = Number(whole);
-    frac = Number(v - whole * SCALE);
   }
-  if (negate) {
-    int = -int;
-    frac = -frac;
-  }
+  const v = scaledDecimal(text);
+  const whole = v / SCALE;
+  if (whole > 10n ** BigInt(MAX_EXACT_INTEGER_DIGITS) || whole < -(10n ** BigInt(MAX_EXACT_INTEGER_DIGITS))) return false;
+  amountInt = Number(whole);
+  amountFrac = Number(v - whole * SCALE);
+  return true;
+}
+
+/** Adds (int, frac) to sums[i] (integer part) and sums[i + n] (fraction); false when the sum leaves the exact range. */
+function addAmount(sums: Float64Array, i: number, n: number, int: number, frac: number): boolean {
   sums[i] += int;
   sums[i + n] += frac;
   if (Math.abs(sums[i + n]!) >= CARRY_AT) {
@@ -129,6 +148,28 @@ interface Group {
   sums: Float64Array;
 }
 
+/** The groups of one (provider, billing account, month, currency), by the rest of their key. */
+interface PeriodGroups {
+  provider: Provider;
+  billingAccountId: string;
+  month: string;
+  currency: string;
+  costByAccount: Map<string, Group>;
+  costByService: Map<string, Group>;
+  costByDay: Map<string, Group>;
+  commitmentByAccount: Map<string, Group>;
+  commitmentByService: Map<string, Group>;
+  commitmentByDayAccount: Map<string, Group>;
+  lastAccount: Group | null;
+  lastAccountId: string | null;
+  lastAccountName: string | null;
+  lastService: Group | null;
+  lastServiceName: string | null;
+  lastServiceCategory: string | null;
+  lastDay: Group | null;
+  lastDayKey: string | null;
+}
+
 const SEP = "\u0000";
 const NULL = "\u0001";
 const k = (v: string | null) => (v === null ? NULL : v);
@@ -138,34 +179,108 @@ const COST_SUMS = COST_COLUMNS.length;
 const COMMITMENT_SUMS = COMMITMENT_COLUMNS.length;
 
 export class SummaryAccumulator {
-  private readonly cost = new Map<string, Group>();
-  private readonly commitment = new Map<string, Group>();
+  private readonly periods = new Map<string, PeriodGroups>();
+  /** The period of the previous row: consecutive rows nearly always share it. */
+  private last: PeriodGroups | null = null;
+  private groups = 0;
   /** False once an amount was too large to add exactly here: the import then sums in SQL. */
   exact = true;
 
   add(r: SummaryInput): void {
+    if (!this.exact) return;
+    const p = this.periodOf(r);
     const day = r.chargeStart.slice(0, 10);
-    const base = `${r.provider}${SEP}${r.billingAccountId}${SEP}${r.month}${SEP}${r.currency}${SEP}`;
     const usage = r.chargeCategory === "Usage";
     // Which of ondemand / commitment / other the row's EffectiveCost goes to.
     const bucket = usage ? (r.commitmentId === null ? 0 : 1) : r.chargeCategory === "Purchase" ? 1 : 2;
-    this.addCost(this.group(this.cost, `a${SEP}${base}${r.accountId}${SEP}${k(r.accountName)}`, COST_SUMS, r, "account", day), bucket, r);
-    this.addCost(this.group(this.cost, `s${SEP}${base}${k(r.serviceCategory)}${SEP}${k(r.serviceName)}`, COST_SUMS, r, "service", day), bucket, r);
-    this.addCost(this.group(this.cost, `d${SEP}${base}${day}`, COST_SUMS, r, "day", day), bucket, r);
+    if (!readAmount(r.effectiveCost)) return void (this.exact = false);
+    const effInt = amountInt;
+    const effFrac = amountFrac;
+    if (!readAmount(r.billedCost)) return void (this.exact = false);
+    const billedInt = amountInt;
+    const billedFrac = amountFrac;
+    const costGroups = [
+      p.lastAccount && p.lastAccountId === r.accountId && p.lastAccountName === r.accountName
+        ? p.lastAccount
+        : this.group(p.costByAccount, `${r.accountId}${SEP}${k(r.accountName)}`, COST_SUMS, p, r, "account", day, false),
+      p.lastService && p.lastServiceName === r.serviceName && p.lastServiceCategory === r.serviceCategory
+        ? p.lastService
+        : this.group(p.costByService, `${k(r.serviceCategory)}${SEP}${k(r.serviceName)}`, COST_SUMS, p, r, "service", day, false),
+      p.lastDay && p.lastDayKey === day ? p.lastDay : this.group(p.costByDay, day, COST_SUMS, p, r, "day", day, false),
+    ];
+    // Consecutive rows often share an account, service or day: the same groups without a key built.
+    p.lastAccount = costGroups[0]!;
+    p.lastAccountId = r.accountId;
+    p.lastAccountName = r.accountName;
+    p.lastService = costGroups[1]!;
+    p.lastServiceName = r.serviceName;
+    p.lastServiceCategory = r.serviceCategory;
+    p.lastDay = costGroups[2]!;
+    p.lastDayKey = day;
+    for (const g of costGroups) {
+      const ok = addAmount(g.sums, bucket, COST_SUMS, effInt, effFrac) && addAmount(g.sums, 3, COST_SUMS, effInt, effFrac) && addAmount(g.sums, 4, COST_SUMS, billedInt, billedFrac);
+      if (!ok) return void (this.exact = false);
+    }
 
     if (!usage || r.commitmentId === null || (r.commitmentStatus !== "Used" && r.commitmentStatus !== "Unused")) return;
-    const cbase = `${base}${r.commitmentId}${SEP}`;
-    this.addCommitment(this.group(this.commitment, `a${SEP}${cbase}${r.accountId}`, COMMITMENT_SUMS, r, "account", day), r);
-    this.addCommitment(this.group(this.commitment, `s${SEP}${cbase}${k(r.serviceName)}`, COMMITMENT_SUMS, r, "service", day), r);
-    this.addCommitment(this.group(this.commitment, `d${SEP}${cbase}${day}${SEP}${r.accountId}`, COMMITMENT_SUMS, r, "day_account", day), r);
+    const commitmentGroups = [
+      this.group(p.commitmentByAccount, `${r.commitmentId}${SEP}${r.accountId}`, COMMITMENT_SUMS, p, r, "account", day, true),
+      this.group(p.commitmentByService, `${r.commitmentId}${SEP}${k(r.serviceName)}`, COMMITMENT_SUMS, p, r, "service", day, true),
+      this.group(p.commitmentByDayAccount, `${r.commitmentId}${SEP}${day}${SEP}${r.accountId}`, COMMITMENT_SUMS, p, r, "day_account", day, true),
+    ];
+    if (r.commitmentStatus === "Used") {
+      // Covered on-demand: ListCost, else a non-zero ContractedCost, else EffectiveCost.
+      const covered = r.listCost ?? (r.contractedCost !== null && scaledDecimal(r.contractedCost) !== 0n ? r.contractedCost : r.effectiveCost);
+      if (!readAmount(covered)) return void (this.exact = false);
+      for (const g of commitmentGroups) {
+        const ok =
+          addAmount(g.sums, 0, COMMITMENT_SUMS, effInt, effFrac) &&
+          addAmount(g.sums, 2, COMMITMENT_SUMS, amountInt, amountFrac) &&
+          addAmount(g.sums, 3, COMMITMENT_SUMS, amountInt, amountFrac) &&
+          addAmount(g.sums, 3, COMMITMENT_SUMS, -effInt, -effFrac);
+        if (!ok) return void (this.exact = false);
+      }
+    } else {
+      for (const g of commitmentGroups) if (!addAmount(g.sums, 1, COMMITMENT_SUMS, effInt, effFrac)) return void (this.exact = false);
+    }
   }
 
-  private group(map: Map<string, Group>, key: string, n: number, r: SummaryInput, grain: string, day: string): Group {
+  private periodOf(r: SummaryInput): PeriodGroups {
+    const last = this.last;
+    if (last && last.billingAccountId === r.billingAccountId && last.month === r.month && last.currency === r.currency && last.provider === r.provider) return last;
+    const key = `${r.provider}${SEP}${r.billingAccountId}${SEP}${r.month}${SEP}${r.currency}`;
+    let p = this.periods.get(key);
+    if (!p) {
+      // Kept until the import ends: copies, not substrings of the reader's buffer (see detach).
+      p = {
+        provider: r.provider,
+        billingAccountId: detach(r.billingAccountId),
+        month: r.month,
+        currency: detach(r.currency),
+        costByAccount: new Map(),
+        costByService: new Map(),
+        costByDay: new Map(),
+        commitmentByAccount: new Map(),
+        commitmentByService: new Map(),
+        commitmentByDayAccount: new Map(),
+        lastAccount: null,
+        lastAccountId: null,
+        lastAccountName: null,
+        lastService: null,
+        lastServiceName: null,
+        lastServiceCategory: null,
+        lastDay: null,
+        lastDayKey: null,
+      };
+      this.periods.set(detach(key), p);
+    }
+    return (this.last = p);
+  }
+
+  private group(map: Map<string, Group>, key: string, n: number, p: PeriodGroups, r: SummaryInput, grain: string, day: string, commitment: boolean): Group {
     let g = map.get(key);
     if (g) return g;
-    // Kept until the import ends: copies, not substrings of the reader's buffer (see detach).
-    const keys: Record<string, string | null> = { provider: r.provider, billing_account_id: detach(r.billingAccountId), month: r.month, currency: detach(r.currency), grain };
-    const commitment = map === this.commitment;
+    const keys: Record<string, string | null> = { provider: p.provider, billing_account_id: p.billingAccountId, month: p.month, currency: p.currency, grain };
     if (commitment) keys.commitment_id = detach(r.commitmentId);
     if (grain === "account") {
       keys.account_id = detach(r.accountId);
@@ -174,36 +289,18 @@ export class SummaryAccumulator {
       if (!commitment) keys.service_category = detach(r.serviceCategory);
       keys.service_name = detach(r.serviceName);
     } else {
-      keys.day = day;
+      keys.day = detach(day);
       if (grain === "day_account") keys.account_id = detach(r.accountId);
     }
     g = { keys, sums: new Float64Array(2 * n) };
-    map.set(key, g);
+    map.set(detach(key), g);
+    this.groups++;
     return g;
-  }
-
-  private addCost(g: Group, bucket: number, r: SummaryInput) {
-    const ok = addDecimal(g.sums, bucket, COST_SUMS, r.effectiveCost) && addDecimal(g.sums, 3, COST_SUMS, r.effectiveCost) && addDecimal(g.sums, 4, COST_SUMS, r.billedCost);
-    if (!ok) this.exact = false;
-  }
-
-  private addCommitment(g: Group, r: SummaryInput) {
-    let ok: boolean;
-    if (r.commitmentStatus === "Used") {
-      // Covered on-demand: ListCost, else a non-zero ContractedCost, else EffectiveCost.
-      const covered = r.listCost ?? (r.contractedCost !== null && scaledDecimal(r.contractedCost) !== 0n ? r.contractedCost : r.effectiveCost);
-      ok =
-        addDecimal(g.sums, 0, COMMITMENT_SUMS, r.effectiveCost) &&
-        addDecimal(g.sums, 2, COMMITMENT_SUMS, covered) &&
-        addDecimal(g.sums, 3, COMMITMENT_SUMS, covered) &&
-        addDecimal(g.sums, 3, COMMITMENT_SUMS, r.effectiveCost, true);
-    } else ok = addDecimal(g.sums, 1, COMMITMENT_SUMS, r.effectiveCost);
-    if (!ok) this.exact = false;
   }
 
   /** Groups held (memory grows with these, not with the rows). */
   get size(): number {
-    return this.cost.size + this.commitment.size;
+    return this.groups;
   }
 
   /**
@@ -213,8 +310,11 @@ export class SummaryAccumulator {
   async write(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[], batch = 5000): Promise<void> {
     if (!periods.length) return;
     await deleteSummaries(tx, orgId, periods);
-    const rowsOf = (groups: Map<string, Group>, columns: readonly string[]) =>
-      [...groups.values()].map((g) => ({ ...g.keys, ...Object.fromEntries(columns.map((c, i) => [c, sumText(g.sums, i, columns.length)])) }));
+    const all = [...this.periods.values()];
+    const cost = all.flatMap((p) => [...p.costByAccount.values(), ...p.costByService.values(), ...p.costByDay.values()]);
+    const commitment = all.flatMap((p) => [...p.commitmentByAccount.values(), ...p.commitmentByService.values(), ...p.commitmentByDayAccount.values()]);
+    const rowsOf = (groups: Group[], columns: readonly string[]) =>
+      groups.map((g) => ({ ...g.keys, ...Object.fromEntries(columns.map((c, i) => [c, sumText(g.sums, i, columns.length)])) }));
     const inBatches = async (sql: string, rows: object[]) => {
       for (let i = 0; i < rows.length; i += batch) await queryRows(tx, sql, [orgId, JSON.stringify(rows.slice(i, i + batch))]);
     };
@@ -227,7 +327,7 @@ export class SummaryAccumulator {
        FROM json_to_recordset($2::json) AS r(provider text, billing_account_id text, month date, grain text, currency text, account_id text, account_name text,
          service_category text, service_name text, day date, ondemand_cost numeric, commitment_cost numeric, other_cost numeric, total_cost numeric, billed_cost numeric)
        GROUP BY r.provider, r.billing_account_id, r.month, r.grain, r.currency, r.account_id, r.service_category, r.service_name, r.day`,
-      rowsOf(this.cost, COST_COLUMNS),
+      rowsOf(cost, COST_COLUMNS),
     );
     await inBatches(
       `INSERT INTO commitment_usage_summaries (org_id, provider, billing_account_id, month, grain, currency, commitment_id, account_id, service_name, day,
@@ -236,7 +336,7 @@ export class SummaryAccumulator {
          r.used_cost, r.unused_cost, r.covered_ondemand_cost, r.savings
        FROM json_to_recordset($2::json) AS r(provider text, billing_account_id text, month date, grain text, currency text, commitment_id text, account_id text,
          service_name text, day date, used_cost numeric, unused_cost numeric, covered_ondemand_cost numeric, savings numeric)`,
-      rowsOf(this.commitment, COMMITMENT_COLUMNS),
+      rowsOf(commitment, COMMITMENT_COLUMNS),
     );
   }
 }

@@ -6,7 +6,8 @@ import type { Tx } from "./types.ts";
 
 /** Where COPY text lines go: fed in order, ended once, or aborted (nothing kept). */
 export interface CopySink {
-  write(lines: string): Promise<void>;
+  /** COPY text (UTF-8 bytes or a string) of whole lines; bytes may be reused once the write resolves. */
+  write(lines: string | Uint8Array): Promise<void>;
   end(): Promise<void>;
   abort(e: unknown): Promise<void>;
 }
@@ -46,7 +47,10 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
         if (failed) throw failed;
         // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
         const w = writable;
-        await Promise.race([new Promise<void>((resolve, reject) => w.write(lines, (e) => (e ? reject(e) : resolve()))), serverFailure]);
+        // Bytes may be a reused buffer: postgres.js frames (copies) a chunk as it is written,
+        // which is at once when nothing is queued before it; otherwise it is copied here.
+        const chunk = typeof lines !== "string" && w.writableLength > 0 ? lines.slice() : lines;
+        await Promise.race([new Promise<void>((resolve, reject) => w.write(chunk, (e) => (e ? reject(e) : resolve()))), serverFailure]);
       },
       async end() {
         if (!writable) return;
@@ -72,6 +76,7 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
   }
   if (client && typeof client.query === "function") {
     let pending = "";
+    const decoder = new TextDecoder();
     const flush = async () => {
       if (!pending) return;
       const blob = new Blob([pending]);
@@ -80,7 +85,7 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
     };
     return {
       async write(lines) {
-        pending += lines;
+        pending += typeof lines === "string" ? lines : decoder.decode(lines);
         if (pending.length >= PGLITE_COPY_BYTES) await flush();
       },
       end: flush,

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { parse } from "csv-parse/sync";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
-import { FocusFileError, FocusImportRejected, importFocusFile } from "../../lib/billing/focus.ts";
+import { Readable } from "node:stream";
+import { FocusFileError, FocusImportRejected, importFocus, importFocusFile } from "../../lib/billing/focus.ts";
 import { listCommitments, listLinkedAccounts } from "../../lib/billing/queries.ts";
 import { listBillingPeriods } from "../../lib/reports/periods.ts";
 import { FOCUS_DIR, focusCsv, getReport, importCsvText } from "../reports/helpers.ts";
@@ -111,6 +112,34 @@ describeEachDb("FOCUS import", (driver) => {
     expect(row.resource_id).toBeNull();
     expect(row.charge_frequency).toBe("Usage-Based");
     expect(Number(row.effective_cost)).toBe(2.5);
+  });
+
+  test("tabs, backslashes, line breaks and non-ASCII text are stored exactly, in batches that need COPY escaping and batches that do not", async () => {
+    const org = await t.newOrg();
+    const tricky = ["tab\there", "back\\slash \\N", "two\nlines", "crlf\r\nend", "naïve – 東京"];
+    const csv = focusCsv([
+      { ResourceId: "plain-1", BilledCost: "1", EffectiveCost: "1", ListCost: "1", ContractedCost: "1" },
+      ...tricky.map((d, i) => ({ ResourceId: `tricky-${i}`, BilledCost: "1", EffectiveCost: "1", ListCost: "1", ContractedCost: "1", ServiceName: d })),
+      { ResourceId: "plain-2", BilledCost: "1", EffectiveCost: "1", ListCost: "1", ContractedCost: "1" },
+    ]);
+    const [head, ...lines] = csv.split(/\n(?=AWS,)/);
+    // One chunk per record: the reader hands each its own batch (plain ones and ones to escape).
+    const chunks = [`${head}\n`, ...lines.map((l, i) => (i < lines.length - 1 ? `${l}\n` : l))];
+    // A default with a tab: every batch is escaped then.
+    const r = await importFocus(t.s.db, org.id, Readable.from(chunks), { defaults: { RegionName: "a\tb" } });
+    expect(r.rows_imported).toBe(tricky.length + 2);
+    const rows = await t.s.handle.query<{ resource_id: string; service_name: string; region_name: string }>(
+      `SELECT resource_id, service_name, region_name FROM billing_line_items WHERE org_id = $1 ORDER BY resource_id`,
+      [org.id],
+    );
+    expect(rows.find((x) => x.resource_id === "plain-1")!.service_name).toBe("Compute Service");
+    expect(new Set(rows.map((x) => x.region_name))).toEqual(new Set(["a\tb"]));
+    for (const [i, d] of tricky.entries()) expect(rows.find((x) => x.resource_id === `tricky-${i}`)!.service_name).toBe(d);
+    const other = await t.newOrg();
+    const plain = await importFocus(t.s.db, other.id, Readable.from(chunks));
+    expect(plain.rows_imported).toBe(tricky.length + 2);
+    const stored = await t.s.handle.query<{ service_name: string }>(`SELECT service_name FROM billing_line_items WHERE org_id = $1 AND resource_id LIKE 'tricky-%' ORDER BY resource_id`, [other.id]);
+    expect(stored.map((x) => x.service_name)).toEqual(tricky);
   });
 
   test("spec violations are reported per line; a file without required columns is refused", async () => {

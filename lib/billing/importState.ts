@@ -1,0 +1,130 @@
+/**
+ * What one FOCUS import learns from its rows, batch by batch: the COPY text of the valid rows,
+ * the rejected rows, and what is written after the COPY (the periods it replaces, the accounts
+ * and commitments it discovers, the report summaries).
+ */
+import type { Provider } from "./sql.ts";
+import type { CsvBatch } from "./csvReader.ts";
+import { detach } from "./csvReader.ts";
+import { encodeFocusRow, type EncodedRow, type Layout } from "./focusRow.ts";
+import { SummaryAccumulator } from "./summaryAccumulator.ts";
+
+export interface ImportPeriod {
+  provider: Provider;
+  billing_account_id: string;
+  month: string;
+}
+
+export interface DiscoveredAccount {
+  provider: Provider;
+  account_id: string;
+  name: string | null;
+  billing_account_id: string | null;
+  billing_account_name: string | null;
+}
+
+export interface BatchReject {
+  /** 1-based line of the CSV file where the record starts. */
+  line: number;
+  errors: string[];
+  record: Record<string, string>;
+}
+
+export interface BatchOutcome {
+  /** COPY text lines of the batch's valid rows, without line ends. */
+  lines: string[];
+  rowsRead: number;
+  imported: number;
+  rejects: BatchReject[];
+}
+
+/** Commitment ids remembered for the inventory step (beyond this, the rest are skipped). */
+const MAX_COMMITMENT_IDS = 100_000;
+
+export class FocusImportState {
+  private readonly periods = new Map<string, ImportPeriod>();
+  private readonly closedPeriods = new Set<string>();
+  private readonly accounts = new Map<string, DiscoveredAccount>();
+  private readonly commitmentIds = new Set<string>();
+  readonly summaries = new SummaryAccumulator();
+  private rejected = 0;
+  /** The previous valid row. */
+  private last: EncodedRow | null = null;
+
+  constructor(private readonly header: string[], private readonly layout: Layout) {}
+
+  /**
+   * Validates and encodes the records of one batch from record `from`. Without `skipInvalid`,
+   * once a row was rejected nothing will be kept: rows are then only validated.
+   */
+  addBatch(batch: CsvBatch, from: number, skipInvalid: boolean): BatchOutcome {
+    const { records, lines, plain } = batch;
+    const header = this.header;
+    const out: string[] = [];
+    const rejects: BatchReject[] = [];
+    let imported = 0;
+    for (let r = from; r < records.length; r++) {
+      const fields = records[r]!;
+      const m = fields.length !== header.length ? { errors: [`has ${fields.length} fields, the header has ${header.length}`] } : encodeFocusRow(fields, this.layout, plain);
+      if ("errors" in m) {
+        const record: Record<string, string> = {};
+        for (let i = 0; i < header.length; i++) record[header[i]!] = fields[i] ?? "";
+        rejects.push({ line: lines[r]!, errors: m.errors, record });
+        this.rejected++;
+        continue;
+      }
+      // Consecutive rows nearly always share the period and often the account: no key built then.
+      const last = this.last;
+      if (!last || last.provider !== m.provider || last.month !== m.month || last.billingAccountId !== m.billingAccountId) {
+        const pkey = `${m.provider}\u0000${m.billingAccountId}\u0000${m.month}`;
+        if (!this.periods.has(pkey)) this.periods.set(detach(pkey), { provider: m.provider, billing_account_id: detach(m.billingAccountId), month: m.month });
+      }
+      if (m.billingPeriodClosed) this.closedPeriods.add(`${m.provider}\u0000${m.month}`);
+      if (!last || last.provider !== m.provider || last.accountId !== m.accountId) {
+        const akey = `${m.provider}\u0000${m.accountId}`;
+        if (!this.accounts.has(akey))
+          this.accounts.set(detach(akey), {
+            provider: m.provider,
+            account_id: detach(m.accountId),
+            name: detach(m.accountName),
+            billing_account_id: detach(m.billingAccountId),
+            billing_account_name: detach(m.billingAccountName),
+          });
+      }
+      this.last = m;
+      if (m.commitmentId && this.commitmentIds.size < MAX_COMMITMENT_IDS) {
+        const ckey = `${m.provider}\u0000${m.commitmentId}`;
+        if (!this.commitmentIds.has(ckey)) this.commitmentIds.add(detach(ckey));
+      }
+      imported++;
+      if (skipInvalid || this.rejected === 0) {
+        this.summaries.add(m.summary);
+        out.push(m.line);
+      }
+    }
+    return { lines: out, rowsRead: records.length - from, imported, rejects };
+  }
+
+  /** The periods, in the order the file first shows them. */
+  periodList(): ImportPeriod[] {
+    return [...this.periods.values()];
+  }
+
+  closedPeriodList(): { provider: string; month: string }[] {
+    return [...this.closedPeriods].map((k) => {
+      const [provider, month] = k.split("\u0000");
+      return { provider: provider!, month: month! };
+    });
+  }
+
+  accountList(): DiscoveredAccount[] {
+    return [...this.accounts.values()];
+  }
+
+  commitmentList(): { provider: Provider; id: string }[] {
+    return [...this.commitmentIds].map((k) => {
+      const [provider, id] = k.split("\u0000");
+      return { provider: provider as Provider, id: id! };
+    });
+  }
+}
