@@ -14,7 +14,7 @@
  */
 import postgres from "postgres";
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { pipeline } from "node:stream/promises";
@@ -86,7 +86,11 @@ try {
   await runChild([join(root, "scripts/migrate.ts")], { DATABASE_URL: url });
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   const [org] = await sql`INSERT INTO organizations (name) VALUES ('scale') RETURNING id`;
-  const header = readFileSync(file).subarray(0, 16384).toString("utf8").split("\n")[0]!.split(",");
+  const head = Buffer.alloc(16384);
+  const fd = openSync(file, "r");
+  readSync(fd, head, 0, head.length, 0);
+  closeSync(fd);
+  const header = head.toString("utf8").split("\n")[0]!.split(",");
 
   // Baseline: PostgreSQL parsing the same CSV into a table of text columns.
   await sql.unsafe(`CREATE TABLE copy_baseline (${header.map((_, i) => `c${i} text`).join(", ")})`);
@@ -140,13 +144,17 @@ try {
     await fetchReport(def.report_type, "json"); // warm (JIT, plan cache)
     reports.push({ type: def.report_type, ...(await fetchReport(def.report_type, "json")) });
   }
-  const csv = await fetchReport("cloud_bill_by_resource", "csv");
   const { text, params } = liveReportSql(findReport("cloud_bill_by_resource")!, org.id, `${month}-01`, "aws", {});
   const literal = (v: unknown) => (v === null ? "NULL" : `'${String(v).replace(/'/g, "''")}'`);
-  t0 = performance.now();
   let copyOutBytes = 0;
   // Through the handle's copyOut: postgres.js's own COPY stream can leave its socket paused (see lib/db/postgres.ts).
-  await handle.copyOut!(`COPY (${text.replace(/\$(\d+)/g, (_, i) => literal(params[Number(i) - 1]))}) TO STDOUT WITH (FORMAT csv, HEADER true)`, (chunk) => void (copyOutBytes += chunk.length));
+  const copyOut = () => handle.copyOut!(`COPY (${text.replace(/\$(\d+)/g, (_, i) => literal(params[Number(i) - 1]))}) TO STDOUT WITH (FORMAT csv, HEADER true)`, (chunk) => void (copyOutBytes += chunk.length));
+  // Both read the whole month: warm the cache once, so neither pays for the first read from disk.
+  await copyOut();
+  const csv = await fetchReport("cloud_bill_by_resource", "csv");
+  copyOutBytes = 0;
+  t0 = performance.now();
+  await copyOut();
   const copyOutMs = performance.now() - t0;
   await handle.close();
   await sql.end();

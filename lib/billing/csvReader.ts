@@ -47,7 +47,7 @@ export function csvParser(firstLine = 1): CsvParser {
     let crPos = -1;
     outer: while (pos < n) {
       const startLine = line;
-      let lines_ = 0;
+      let breaks = 0;
       const fields: string[] = [];
       let p = pos;
       for (;;) {
@@ -76,8 +76,8 @@ export function csvParser(firstLine = 1): CsvParser {
             p = q + 1;
             break;
           }
-          for (let i = value.indexOf("\n"); i >= 0; i = value.indexOf("\n", i + 1)) lines_++;
-          if (lines_ > 0 || value.indexOf("\r") >= 0) plain = false;
+          for (let i = value.indexOf("\n"); i >= 0; i = value.indexOf("\n", i + 1)) breaks++;
+          if (breaks > 0 || value.indexOf("\r") >= 0) plain = false;
           fields.push(value);
           c = p < n ? buf.charCodeAt(p) : -1;
         } else {
@@ -103,13 +103,13 @@ export function csvParser(firstLine = 1): CsvParser {
           p += p + 1 < n && buf.charCodeAt(p + 1) === LF ? 2 : 1;
         } else if (c === LF) p++;
         else if (c !== -1) {
-          throw new CsvSyntaxError("unexpected character after a quoted field on line", startLine + lines_, startLine);
+          throw new CsvSyntaxError("unexpected character after a quoted field on line", startLine + breaks, startLine);
         }
-        lines_++;
+        breaks++;
         break;
       }
       pos = p;
-      line = startLine + lines_;
+      line = startLine + breaks;
       if (!(fields.length === 1 && fields[0] === "")) {
         records.push(fields);
         lines.push(startLine);

@@ -10,6 +10,8 @@ import { queryRows } from "./sql.ts";
 import { autoCloseOldPeriods, closeBillingPeriod } from "../reports/periods.ts";
 import { stringify } from "csv-stringify/sync";
 
+const DEMO_ROWS_PER_PIECE = 200;
+
 /** Where the real FinOps FOCUS sample lives (repo checkout or the shared data folder). */
 const SAMPLE_PATHS = [fileURLToPath(new URL("../../data/focus/focus_sample_1000.csv", import.meta.url)), "data/focus/focus_sample_1000.csv"];
 
@@ -26,19 +28,24 @@ export const billingDemoSeeder: DemoSeeder = {
     if (already) return;
     const now = s.now();
     const rows = generateFocusRows({ now, months: 3, grain: "daily", accountsPerProvider: 3, resourcesPerAccount: 3, seed: 7 });
+    // Generated and written a few hundred rows at a time with a turn of the event loop between:
+    // a synchronous source would be drained 16 pieces at once (Readable.from fills its buffer),
+    // and the server answered nothing for up to two seconds of a fresh start.
     const csv = Readable.from(
-      (function* () {
+      (async function* () {
         yield stringify([FOCUS_GENERATOR_COLUMNS as unknown as string[]]);
         let buf: (string | null)[][] = [];
         for (const r of rows) {
           buf.push(r);
-          if (buf.length >= 1000) {
+          if (buf.length >= DEMO_ROWS_PER_PIECE) {
             yield stringify(buf);
             buf = [];
+            await new Promise<void>((resolve) => setImmediate(resolve));
           }
         }
         if (buf.length) yield stringify(buf);
       })(),
+      { highWaterMark: 1 },
     );
     await importFocus(s.db, orgId, csv, { fileName: "demo-generated.csv", now });
     const sample = SAMPLE_PATHS.find((p) => existsSync(p));

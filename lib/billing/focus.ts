@@ -34,6 +34,8 @@ export interface ImportOptions {
   onProgress?: (rowsRead: number) => void;
   progressEvery?: number;
   now?: Date;
+  /** Summary groups per table added up in memory before PostgreSQL sums that table instead (default SUMMARY_GROUP_LIMIT). */
+  summaryGroupLimit?: number;
 }
 
 export interface RejectedRow {
@@ -136,7 +138,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const withinMemoryBudget = memoryBudget(IMPORT_MEMORY_BUDGET);
     const copyBytes = new CopyLineEncoder();
     let nextProgress = progressEvery;
-    const source = focusSource(input as AsyncIterable<string | Uint8Array>, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid });
+    const source = focusSource(input as AsyncIterable<string | Uint8Array>, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid, summaryGroupLimit: opts.summaryGroupLimit });
     try {
       for await (const outcome of source.outcomes()) {
         rowsRead += outcome.rowsRead;
@@ -218,8 +220,12 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const commitmentsUpserted = commitmentList.length ? await deriveCommitments(tx, orgId, commitmentList) : 0;
     // Amounts past 15 integer digits cannot be added exactly in JS: PostgreSQL sums those periods.
     const summaries = state.summaries;
-    if (summaries.exact) await summaries.write(tx, orgId, periodList);
-    else await rebuildBillingSummaries(tx, orgId, periodList);
+    if (!summaries.exact) await rebuildBillingSummaries(tx, orgId, periodList);
+    else {
+      await summaries.write(tx, orgId, periodList);
+      // More groups than memory allows (e.g. commitments × days × 10,000 accounts): PostgreSQL sums those.
+      if (summaries.costInSql || summaries.commitmentInSql) await rebuildBillingSummaries(tx, orgId, periodList, { cost: summaries.costInSql, commitment: summaries.commitmentInSql });
+    }
     await queryRows(tx, `UPDATE billing_imports SET rows_imported = $2, rows_rejected = $3 WHERE id = $1::uuid`, [importId, imported, rejected]);
     // Statistics of what was written, committed with it: a planner that believes the month is
     // empty picks nested loops that re-read it per account (minutes instead of seconds).

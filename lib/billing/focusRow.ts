@@ -181,7 +181,7 @@ export interface Layout {
   importId: string;
 }
 
-export function layoutOf(header: string[], defaults: Record<string, string> = {}, ids: { orgId: string; importId: string } = { orgId: "", importId: "" }): Layout {
+export function layoutOf(header: string[], defaults: Record<string, string>, ids: { orgId: string; importId: string }): Layout {
   const index = new Map<string, number>();
   header.forEach((h, i) => index.has(h) || index.set(h, i));
   const at = (c: string) => index.get(c) ?? -1;

@@ -21,6 +21,7 @@ interface SourceOptions {
   orgId: string;
   importId: string;
   skipInvalid: boolean;
+  summaryGroupLimit?: number;
 }
 
 function csvError(e: unknown): unknown {
@@ -57,7 +58,7 @@ export function focusSource(input: AsyncIterable<string | Uint8Array>, o: Source
         let from = 0;
         if (!source.state) {
           source.header = headerOf(batch.records[0]!, o.defaults);
-          source.state = new FocusImportState(source.header, layoutOf(source.header, o.defaults, o));
+          source.state = new FocusImportState(source.header, layoutOf(source.header, o.defaults, o), o.summaryGroupLimit);
           from = 1;
         }
         yield source.state.addBatch(batch, from, o.skipInvalid);

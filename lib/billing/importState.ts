@@ -46,12 +46,14 @@ export class FocusImportState {
   private readonly closedPeriods = new Set<string>();
   private readonly accounts = new Map<string, DiscoveredAccount>();
   private readonly commitmentIds = new Set<string>();
-  readonly summaries = new SummaryAccumulator();
+  readonly summaries: SummaryAccumulator;
   private rejected = 0;
   /** The previous valid row. */
   private last: EncodedRow | null = null;
 
-  constructor(private readonly header: string[], private readonly layout: Layout) {}
+  constructor(private readonly header: string[], private readonly layout: Layout, summaryGroupLimit?: number) {
+    this.summaries = new SummaryAccumulator(summaryGroupLimit);
+  }
 
   /**
    * Validates and encodes the records of one batch from record `from`. Without `skipInvalid`,

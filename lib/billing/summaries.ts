@@ -21,9 +21,17 @@ export interface BillingPeriodKey {
 const PERIODS = `p AS (SELECT * FROM json_to_recordset($2::json) AS p(provider text, billing_account_id text, month date))`;
 const ROWS_OF_PERIODS = `billing_line_items li JOIN p ON li.provider = p.provider AND li.billing_account_id = p.billing_account_id AND li.billing_period = p.month`;
 
+/** Which summary tables a step covers (both when not said). */
+export interface SummaryTables {
+  cost?: boolean;
+  commitment?: boolean;
+}
+
+const tablesOf = (t: SummaryTables) => [...(t.cost !== false ? ["billing_cost_summaries"] : []), ...(t.commitment !== false ? ["commitment_usage_summaries"] : [])];
+
 /** Deletes the summaries of `periods` (before they are written again). */
-export async function deleteSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[]): Promise<void> {
-  for (const table of ["billing_cost_summaries", "commitment_usage_summaries"]) {
+export async function deleteSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[], tables: SummaryTables = {}): Promise<void> {
+  for (const table of tablesOf(tables)) {
     await queryRows(
       tx,
       `WITH ${PERIODS} DELETE FROM ${table} s USING p
@@ -33,12 +41,12 @@ export async function deleteSummaries(tx: DbOrTx, orgId: string, periods: Billin
   }
 }
 
-/** Replaces the summaries of `periods` with aggregates of their current billing rows (in SQL). */
-export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[]): Promise<{ cost_rows: number; commitment_rows: number }> {
+/** Replaces the summaries of `periods` (both tables, or those asked for) with aggregates of their current billing rows, in SQL. */
+export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[], tables: SummaryTables = {}): Promise<{ cost_rows: number; commitment_rows: number }> {
   if (!periods.length) return { cost_rows: 0, commitment_rows: 0 };
   const params = [orgId, JSON.stringify(periods)];
-  await deleteSummaries(tx, orgId, periods);
-  const [cost] = await queryRows<{ n: number }>(
+  await deleteSummaries(tx, orgId, periods, tables);
+  const [cost] = tables.cost === false ? [] : await queryRows<{ n: number }>(
     tx,
     `WITH ${PERIODS},
      x AS (
@@ -67,7 +75,7 @@ export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods
      SELECT count(*)::int AS n FROM ins`,
     params,
   );
-  const [commitment] = await queryRows<{ n: number }>(
+  const [commitment] = tables.commitment === false ? [] : await queryRows<{ n: number }>(
     tx,
     `WITH ${PERIODS},
      x AS (

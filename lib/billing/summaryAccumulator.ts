@@ -142,49 +142,83 @@ function sumText(sums: Float64Array, i: number, n: number): string {
   return decimalText(BigInt(sums[i]!) * SCALE + BigInt(sums[i + n]!));
 }
 
-interface Group {
-  keys: Record<string, string | null>;
-  /** n integer parts, then n fractions */
+/**
+ * The groups of one grain, compact: the group's key (the rest of its summary row's key, fields
+ * joined by SEP) → its slot; the sums of every group in one growable array (n integer parts,
+ * then n fractions, per slot). About 250 bytes of heap a group (up to twice that resident).
+ */
+class GroupTable {
+  readonly slots = new Map<string, number>();
   sums: Float64Array;
+
+  constructor(readonly n: number) {
+    this.sums = new Float64Array(2 * n * 16);
+  }
+
+  /** Offset of the group's sums in `sums` (a new group starts at zero). */
+  slot(key: string): number {
+    let slot = this.slots.get(key);
+    if (slot === undefined) {
+      slot = this.slots.size * 2 * this.n;
+      if (slot + 2 * this.n > this.sums.length) {
+        const bigger = new Float64Array(this.sums.length * 2);
+        bigger.set(this.sums);
+        this.sums = bigger;
+      }
+      // Kept until the import ends: a copy, not a substring of the reader's buffer (see detach).
+      this.slots.set(detach(key), slot);
+    }
+    return slot;
+  }
 }
 
-/** The groups of one (provider, billing account, month, currency), by the rest of their key. */
+const COST_GRAINS = ["account", "service", "day"] as const;
+const COMMITMENT_GRAINS = ["account", "service", "day_account"] as const;
+
+/** The groups of one (provider, billing account, month, currency), by grain. */
 interface PeriodGroups {
   provider: Provider;
   billingAccountId: string;
   month: string;
   currency: string;
-  costByAccount: Map<string, Group>;
-  costByService: Map<string, Group>;
-  costByDay: Map<string, Group>;
-  commitmentByAccount: Map<string, Group>;
-  commitmentByService: Map<string, Group>;
-  commitmentByDayAccount: Map<string, Group>;
-  lastAccount: Group | null;
+  cost: [GroupTable, GroupTable, GroupTable];
+  commitment: [GroupTable, GroupTable, GroupTable];
+  /** Consecutive rows often share an account, service or day: their cost slots, without a key built. */
+  lastAccountSlot: number;
   lastAccountId: string | null;
   lastAccountName: string | null;
-  lastService: Group | null;
+  lastServiceSlot: number;
   lastServiceName: string | null;
   lastServiceCategory: string | null;
-  lastDay: Group | null;
-  lastDayKey: string | null;
+  lastDaySlot: number;
+  lastDay: string | null;
 }
 
 const SEP = "\u0000";
 const NULL = "\u0001";
 const k = (v: string | null) => (v === null ? NULL : v);
+const unk = (v: string | undefined) => (v === undefined || v === NULL ? null : v);
 const COST_COLUMNS = ["ondemand_cost", "commitment_cost", "other_cost", "total_cost", "billed_cost"] as const;
 const COMMITMENT_COLUMNS = ["used_cost", "unused_cost", "covered_ondemand_cost", "savings"] as const;
 const COST_SUMS = COST_COLUMNS.length;
 const COMMITMENT_SUMS = COMMITMENT_COLUMNS.length;
 
+/** Groups of one table held in memory at most; past it that table is summed in SQL after the COPY. */
+export const SUMMARY_GROUP_LIMIT = 60_000;
+
 export class SummaryAccumulator {
   private readonly periods = new Map<string, PeriodGroups>();
   /** The period of the previous row: consecutive rows nearly always share it. */
   private last: PeriodGroups | null = null;
-  private groups = 0;
+  private costGroups = 0;
+  private commitmentGroups = 0;
   /** False once an amount was too large to add exactly here: the import then sums in SQL. */
   exact = true;
+  /** The table had more groups than the limit: PostgreSQL sums it after the COPY (memory stays bounded). */
+  costInSql = false;
+  commitmentInSql = false;
+
+  constructor(private readonly groupLimit = SUMMARY_GROUP_LIMIT) {}
 
   add(r: SummaryInput): void {
     if (!this.exact) return;
@@ -196,53 +230,79 @@ export class SummaryAccumulator {
     if (!readAmount(r.effectiveCost)) return void (this.exact = false);
     const effInt = amountInt;
     const effFrac = amountFrac;
-    if (!readAmount(r.billedCost)) return void (this.exact = false);
-    const billedInt = amountInt;
-    const billedFrac = amountFrac;
-    const costGroups = [
-      p.lastAccount && p.lastAccountId === r.accountId && p.lastAccountName === r.accountName
-        ? p.lastAccount
-        : this.group(p.costByAccount, `${r.accountId}${SEP}${k(r.accountName)}`, COST_SUMS, p, r, "account", day, false),
-      p.lastService && p.lastServiceName === r.serviceName && p.lastServiceCategory === r.serviceCategory
-        ? p.lastService
-        : this.group(p.costByService, `${k(r.serviceCategory)}${SEP}${k(r.serviceName)}`, COST_SUMS, p, r, "service", day, false),
-      p.lastDay && p.lastDayKey === day ? p.lastDay : this.group(p.costByDay, day, COST_SUMS, p, r, "day", day, false),
-    ];
-    // Consecutive rows often share an account, service or day: the same groups without a key built.
-    p.lastAccount = costGroups[0]!;
-    p.lastAccountId = r.accountId;
-    p.lastAccountName = r.accountName;
-    p.lastService = costGroups[1]!;
-    p.lastServiceName = r.serviceName;
-    p.lastServiceCategory = r.serviceCategory;
-    p.lastDay = costGroups[2]!;
-    p.lastDayKey = day;
-    for (const g of costGroups) {
-      const ok = addAmount(g.sums, bucket, COST_SUMS, effInt, effFrac) && addAmount(g.sums, 3, COST_SUMS, effInt, effFrac) && addAmount(g.sums, 4, COST_SUMS, billedInt, billedFrac);
-      if (!ok) return void (this.exact = false);
+
+    if (!this.costInSql) {
+      if (!readAmount(r.billedCost)) return void (this.exact = false);
+      const billedInt = amountInt;
+      const billedFrac = amountFrac;
+      const [byAccount, byService, byDay] = p.cost;
+      const before = byAccount.slots.size + byService.slots.size + byDay.slots.size;
+      if (p.lastAccountSlot < 0 || p.lastAccountId !== r.accountId || p.lastAccountName !== r.accountName) {
+        p.lastAccountSlot = byAccount.slot(`${r.accountId}${SEP}${k(r.accountName)}`);
+        p.lastAccountId = r.accountId;
+        p.lastAccountName = r.accountName;
+      }
+      if (p.lastServiceSlot < 0 || p.lastServiceName !== r.serviceName || p.lastServiceCategory !== r.serviceCategory) {
+        p.lastServiceSlot = byService.slot(`${k(r.serviceCategory)}${SEP}${k(r.serviceName)}`);
+        p.lastServiceName = r.serviceName;
+        p.lastServiceCategory = r.serviceCategory;
+      }
+      if (p.lastDaySlot < 0 || p.lastDay !== day) {
+        p.lastDaySlot = byDay.slot(day);
+        p.lastDay = day;
+      }
+      this.costGroups += byAccount.slots.size + byService.slots.size + byDay.slots.size - before;
+      const slots = [p.lastAccountSlot, p.lastServiceSlot, p.lastDaySlot];
+      for (let t = 0; t < 3; t++) {
+        const sums = p.cost[t]!.sums;
+        const at = slots[t]!;
+        const ok = addAmount(sums, at + bucket, COST_SUMS, effInt, effFrac) && addAmount(sums, at + 3, COST_SUMS, effInt, effFrac) && addAmount(sums, at + 4, COST_SUMS, billedInt, billedFrac);
+        if (!ok) return void (this.exact = false);
+      }
+      if (this.costGroups > this.groupLimit) this.dropCost();
     }
 
-    if (!usage || r.commitmentId === null || (r.commitmentStatus !== "Used" && r.commitmentStatus !== "Unused")) return;
-    const commitmentGroups = [
-      this.group(p.commitmentByAccount, `${r.commitmentId}${SEP}${r.accountId}`, COMMITMENT_SUMS, p, r, "account", day, true),
-      this.group(p.commitmentByService, `${r.commitmentId}${SEP}${k(r.serviceName)}`, COMMITMENT_SUMS, p, r, "service", day, true),
-      this.group(p.commitmentByDayAccount, `${r.commitmentId}${SEP}${day}${SEP}${r.accountId}`, COMMITMENT_SUMS, p, r, "day_account", day, true),
+    if (this.commitmentInSql || !usage || r.commitmentId === null || (r.commitmentStatus !== "Used" && r.commitmentStatus !== "Unused")) return;
+    const [byAccount, byService, byDayAccount] = p.commitment;
+    const before = byAccount.slots.size + byService.slots.size + byDayAccount.slots.size;
+    const slots = [
+      byAccount.slot(`${r.commitmentId}${SEP}${r.accountId}`),
+      byService.slot(`${r.commitmentId}${SEP}${k(r.serviceName)}`),
+      byDayAccount.slot(`${r.commitmentId}${SEP}${day}${SEP}${r.accountId}`),
     ];
+    this.commitmentGroups += byAccount.slots.size + byService.slots.size + byDayAccount.slots.size - before;
     if (r.commitmentStatus === "Used") {
       // Covered on-demand: ListCost, else a non-zero ContractedCost, else EffectiveCost.
       const covered = r.listCost ?? (r.contractedCost !== null && scaledDecimal(r.contractedCost) !== 0n ? r.contractedCost : r.effectiveCost);
       if (!readAmount(covered)) return void (this.exact = false);
-      for (const g of commitmentGroups) {
+      for (let t = 0; t < 3; t++) {
+        const sums = p.commitment[t]!.sums;
+        const at = slots[t]!;
         const ok =
-          addAmount(g.sums, 0, COMMITMENT_SUMS, effInt, effFrac) &&
-          addAmount(g.sums, 2, COMMITMENT_SUMS, amountInt, amountFrac) &&
-          addAmount(g.sums, 3, COMMITMENT_SUMS, amountInt, amountFrac) &&
-          addAmount(g.sums, 3, COMMITMENT_SUMS, -effInt, -effFrac);
+          addAmount(sums, at, COMMITMENT_SUMS, effInt, effFrac) &&
+          addAmount(sums, at + 2, COMMITMENT_SUMS, amountInt, amountFrac) &&
+          addAmount(sums, at + 3, COMMITMENT_SUMS, amountInt, amountFrac) &&
+          addAmount(sums, at + 3, COMMITMENT_SUMS, -effInt, -effFrac);
         if (!ok) return void (this.exact = false);
       }
     } else {
-      for (const g of commitmentGroups) if (!addAmount(g.sums, 1, COMMITMENT_SUMS, effInt, effFrac)) return void (this.exact = false);
+      for (let t = 0; t < 3; t++) if (!addAmount(p.commitment[t]!.sums, slots[t]! + 1, COMMITMENT_SUMS, effInt, effFrac)) return void (this.exact = false);
     }
+    if (this.commitmentGroups > this.groupLimit) this.dropCommitment();
+  }
+
+  private dropCost() {
+    this.costInSql = true;
+    for (const p of this.periods.values()) {
+      p.cost = [new GroupTable(COST_SUMS), new GroupTable(COST_SUMS), new GroupTable(COST_SUMS)];
+      p.lastAccountSlot = p.lastServiceSlot = p.lastDaySlot = -1;
+      p.lastAccountId = p.lastAccountName = p.lastServiceName = p.lastServiceCategory = p.lastDay = null;
+    }
+  }
+
+  private dropCommitment() {
+    this.commitmentInSql = true;
+    for (const p of this.periods.values()) p.commitment = [new GroupTable(COMMITMENT_SUMS), new GroupTable(COMMITMENT_SUMS), new GroupTable(COMMITMENT_SUMS)];
   }
 
   private periodOf(r: SummaryInput): PeriodGroups {
@@ -257,67 +317,66 @@ export class SummaryAccumulator {
         billingAccountId: detach(r.billingAccountId),
         month: r.month,
         currency: detach(r.currency),
-        costByAccount: new Map(),
-        costByService: new Map(),
-        costByDay: new Map(),
-        commitmentByAccount: new Map(),
-        commitmentByService: new Map(),
-        commitmentByDayAccount: new Map(),
-        lastAccount: null,
+        cost: [new GroupTable(COST_SUMS), new GroupTable(COST_SUMS), new GroupTable(COST_SUMS)],
+        commitment: [new GroupTable(COMMITMENT_SUMS), new GroupTable(COMMITMENT_SUMS), new GroupTable(COMMITMENT_SUMS)],
+        lastAccountSlot: -1,
         lastAccountId: null,
         lastAccountName: null,
-        lastService: null,
+        lastServiceSlot: -1,
         lastServiceName: null,
         lastServiceCategory: null,
+        lastDaySlot: -1,
         lastDay: null,
-        lastDayKey: null,
       };
       this.periods.set(detach(key), p);
     }
     return (this.last = p);
   }
 
-  private group(map: Map<string, Group>, key: string, n: number, p: PeriodGroups, r: SummaryInput, grain: string, day: string, commitment: boolean): Group {
-    let g = map.get(key);
-    if (g) return g;
-    const keys: Record<string, string | null> = { provider: p.provider, billing_account_id: p.billingAccountId, month: p.month, currency: p.currency, grain };
-    if (commitment) keys.commitment_id = detach(r.commitmentId);
-    if (grain === "account") {
-      keys.account_id = detach(r.accountId);
-      if (!commitment) keys.account_name = detach(r.accountName);
-    } else if (grain === "service") {
-      if (!commitment) keys.service_category = detach(r.serviceCategory);
-      keys.service_name = detach(r.serviceName);
-    } else {
-      keys.day = detach(day);
-      if (grain === "day_account") keys.account_id = detach(r.accountId);
-    }
-    g = { keys, sums: new Float64Array(2 * n) };
-    map.set(detach(key), g);
-    this.groups++;
-    return g;
-  }
-
-  /** Groups held (memory grows with these, not with the rows). */
+  /** Groups held (memory grows with these, not with the rows; bounded by the group limit). */
   get size(): number {
-    return this.groups;
+    return this.costGroups + this.commitmentGroups;
   }
 
   /**
    * Writes the groups of `periods` (the import's: their earlier summaries are deleted first)
-   * inside the caller's transaction, a few thousand rows per statement.
+   * inside the caller's transaction, a few thousand rows per statement; a table summed in SQL
+   * (costInSql, commitmentInSql) is left to rebuildBillingSummaries.
    */
   async write(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[], batch = 5000): Promise<void> {
     if (!periods.length) return;
-    await deleteSummaries(tx, orgId, periods);
-    const all = [...this.periods.values()];
-    const cost = all.flatMap((p) => [...p.costByAccount.values(), ...p.costByService.values(), ...p.costByDay.values()]);
-    const commitment = all.flatMap((p) => [...p.commitmentByAccount.values(), ...p.commitmentByService.values(), ...p.commitmentByDayAccount.values()]);
-    const rowsOf = (groups: Group[], columns: readonly string[]) =>
-      groups.map((g) => ({ ...g.keys, ...Object.fromEntries(columns.map((c, i) => [c, sumText(g.sums, i, columns.length)])) }));
+    await deleteSummaries(tx, orgId, periods, { cost: !this.costInSql, commitment: !this.commitmentInSql });
     const inBatches = async (sql: string, rows: object[]) => {
       for (let i = 0; i < rows.length; i += batch) await queryRows(tx, sql, [orgId, JSON.stringify(rows.slice(i, i + batch))]);
     };
+    const sumsOf = (t: GroupTable, slot: number, columns: readonly string[]) => Object.fromEntries(columns.map((c, i) => [c, sumText(t.sums, slot + i, columns.length)]));
+    const cost: object[] = [];
+    const commitment: object[] = [];
+    for (const p of this.periods.values()) {
+      const period = { provider: p.provider, billing_account_id: p.billingAccountId, month: p.month, currency: p.currency };
+      if (!this.costInSql)
+        COST_GRAINS.forEach((grain, t) => {
+          for (const [key, slot] of p.cost[t]!.slots) {
+            const f = key.split(SEP);
+            const keys =
+              grain === "account" ? { account_id: f[0], account_name: unk(f[1]) } : grain === "service" ? { service_category: unk(f[0]), service_name: unk(f[1]) } : { day: f[0] };
+            cost.push({ ...period, grain, ...keys, ...sumsOf(p.cost[t]!, slot, COST_COLUMNS) });
+          }
+        });
+      if (!this.commitmentInSql)
+        COMMITMENT_GRAINS.forEach((grain, t) => {
+          for (const [key, slot] of p.commitment[t]!.slots) {
+            const f = key.split(SEP);
+            const keys =
+              grain === "account"
+                ? { commitment_id: f[0], account_id: f[1] }
+                : grain === "service"
+                  ? { commitment_id: f[0], service_name: unk(f[1]) }
+                  : { commitment_id: f[0], day: f[1], account_id: f[2] };
+            commitment.push({ ...period, grain, ...keys, ...sumsOf(p.commitment[t]!, slot, COMMITMENT_COLUMNS) });
+          }
+        });
+    }
     // The account grain arrives split by name: GROUP BY folds it back, max() picks the name.
     await inBatches(
       `INSERT INTO billing_cost_summaries (org_id, provider, billing_account_id, month, grain, currency, account_id, account_name, service_category, service_name, day,
@@ -327,7 +386,7 @@ export class SummaryAccumulator {
        FROM json_to_recordset($2::json) AS r(provider text, billing_account_id text, month date, grain text, currency text, account_id text, account_name text,
          service_category text, service_name text, day date, ondemand_cost numeric, commitment_cost numeric, other_cost numeric, total_cost numeric, billed_cost numeric)
        GROUP BY r.provider, r.billing_account_id, r.month, r.grain, r.currency, r.account_id, r.service_category, r.service_name, r.day`,
-      rowsOf(cost, COST_COLUMNS),
+      cost,
     );
     await inBatches(
       `INSERT INTO commitment_usage_summaries (org_id, provider, billing_account_id, month, grain, currency, commitment_id, account_id, service_name, day,
@@ -336,7 +395,7 @@ export class SummaryAccumulator {
          r.used_cost, r.unused_cost, r.covered_ondemand_cost, r.savings
        FROM json_to_recordset($2::json) AS r(provider text, billing_account_id text, month date, grain text, currency text, commitment_id text, account_id text,
          service_name text, day date, used_cost numeric, unused_cost numeric, covered_ondemand_cost numeric, savings numeric)`,
-      rowsOf(commitment, COMMITMENT_COLUMNS),
+      commitment,
     );
   }
 }

@@ -135,6 +135,29 @@ describeEachDb("report summaries", (driver) => {
     expect(await summaryRows(t, org.id)).toEqual(withHuge);
   }, 60_000);
 
+  test("past the group limit a table is summed by PostgreSQL instead: the same summaries, memory bounded", async () => {
+    const gen = { now: new Date("2026-03-28T05:00:00Z"), months: 1, providers: ["aws", "gcp"] as ("aws" | "gcp")[], accountsPerProvider: 3, resourcesPerAccount: 2, grain: "daily" as const, seed: 9 };
+    const csv = () =>
+      Readable.from(
+        (function* () {
+          yield stringify([FOCUS_GENERATOR_COLUMNS as unknown as string[]]);
+          for (const r of generateFocusRows(gen)) yield stringify([r]);
+        })(),
+      );
+    const inMemory = await t.newOrg();
+    await importFocus(t.s.db, inMemory.id, csv());
+    const expected = await summaryRows(t, inMemory.id);
+    // 100: only the commitment table has more groups, it alone is summed in SQL; 20: both are.
+    expect(expected[0].length).toBeGreaterThan(20);
+    expect(expected[0].length).toBeLessThan(100);
+    expect(expected[1].length).toBeGreaterThan(100);
+    for (const limit of [100, 20]) {
+      const org = await t.newOrg();
+      await importFocus(t.s.db, org.id, csv(), { summaryGroupLimit: limit });
+      expect(await summaryRows(t, org.id)).toEqual(expected);
+    }
+  }, 60_000);
+
   test("names and child organizations are joined when read: a reassigned account needs no re-import", async () => {
     const org = await t.newOrg();
     await importCsvText(t, org.id, focusCsv(payerMonth("p1", 1)));
