@@ -20,7 +20,7 @@ const COMMA = 44;
 const LF = 10;
 const CR = 13;
 
-export interface CsvParser {
+interface CsvParser {
   /** Appends decoded text. */
   push(text: string): void;
   /** The records complete in what was pushed (all of it when `final`); the rest stays for later. */
@@ -30,7 +30,7 @@ export interface CsvParser {
 }
 
 /** The parser under readCsvBatches. */
-export function csvParser(firstLine = 1): CsvParser {
+function csvParser(firstLine = 1): CsvParser {
   let buf = "";
   let line = firstLine;
   const parse = (final: boolean): CsvBatch => {

@@ -59,6 +59,8 @@ export interface ImportResult {
   rows_replaced: number;
   accounts_discovered: number;
   commitments_upserted: number;
+  /** Summary tables PostgreSQL added up from the stored rows (amounts too large, or more groups than SUMMARY_GROUP_LIMIT); the others were summed while streaming. */
+  summaries_summed_in_sql: ("cost" | "commitment")[];
 }
 
 /** Thrown when a file has invalid rows and skipInvalid is off: nothing was written. */
@@ -81,30 +83,6 @@ const ANALYZED_COLUMNS = ["org_id", "billing_period", "provider", "billing_accou
 
 /** Resident memory an import lets garbage grow to before collecting (the process's baseline is ~110 MB). */
 const IMPORT_MEMORY_BUDGET = 160 << 20;
-
-/**
- * COPY lines as UTF-8 into one reused buffer: a fresh string and buffer per batch made the
- * import spend more time faulting in new memory than encoding rows. The bytes are valid until
- * the next call; the COPY sink copies them before its write resolves.
- */
-class CopyLineEncoder {
-  private buf = Buffer.allocUnsafe(4 << 20);
-
-  encode(lines: string[]): Uint8Array {
-    let at = 0;
-    for (const line of lines) {
-      // UTF-8 takes at most 3 bytes per UTF-16 unit; grow before a line could not fit.
-      if (this.buf.length - at < line.length * 3 + 1) {
-        const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, at + line.length * 3 + 1));
-        this.buf.copy(bigger, 0, 0, at);
-        this.buf = bigger;
-      }
-      at += this.buf.write(line, at);
-      this.buf[at++] = 10;
-    }
-    return this.buf.subarray(0, at);
-  }
-}
 
 /** The decoded text stream of a file path (gzip by extension or magic bytes). */
 export function openFocusFile(path: string): Readable {
@@ -136,7 +114,6 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const rejects: { line: number; errors: string[] }[] = [];
     const sink = openCopyIn(tx, `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`);
     const withinMemoryBudget = memoryBudget(IMPORT_MEMORY_BUDGET);
-    const copyBytes = new CopyLineEncoder();
     let nextProgress = progressEvery;
     const source = focusSource(input as AsyncIterable<string | Uint8Array>, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid, summaryGroupLimit: opts.summaryGroupLimit });
     try {
@@ -154,7 +131,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
         }
         // Once a row is rejected without skipInvalid nothing will be kept: stop writing, keep validating.
         if (outcome.lines.length && (rejected === 0 || opts.skipInvalid)) {
-          await sink.write(copyBytes.encode(outcome.lines));
+          await sink.write(outcome.lines);
           // The heap holds little (one batch, caches, summary groups) but the garbage of 100k
           // rows accumulates between the collector's own runs.
           withinMemoryBudget();
@@ -218,14 +195,12 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     }
     const commitmentList = state.commitmentList();
     const commitmentsUpserted = commitmentList.length ? await deriveCommitments(tx, orgId, commitmentList) : 0;
-    // Amounts past 15 integer digits cannot be added exactly in JS: PostgreSQL sums those periods.
     const summaries = state.summaries;
-    if (!summaries.exact) await rebuildBillingSummaries(tx, orgId, periodList);
-    else {
-      await summaries.write(tx, orgId, periodList);
-      // More groups than memory allows (e.g. commitments × days × 10,000 accounts): PostgreSQL sums those.
-      if (summaries.costInSql || summaries.commitmentInSql) await rebuildBillingSummaries(tx, orgId, periodList, { cost: summaries.costInSql, commitment: summaries.commitmentInSql });
-    }
+    const inSql = { cost: !summaries.exact || summaries.costInSql, commitment: !summaries.exact || summaries.commitmentInSql };
+    if (summaries.exact) await summaries.write(tx, orgId, periodList);
+    // Amounts past 15 integer digits, or more groups than memory allows (commitments × days ×
+    // 10,000 accounts): PostgreSQL sums those tables from the rows just written.
+    if (inSql.cost || inSql.commitment) await rebuildBillingSummaries(tx, orgId, periodList, inSql);
     await queryRows(tx, `UPDATE billing_imports SET rows_imported = $2, rows_rejected = $3 WHERE id = $1::uuid`, [importId, imported, rejected]);
     // Statistics of what was written, committed with it: a planner that believes the month is
     // empty picks nested loops that re-read it per account (minutes instead of seconds).
@@ -243,6 +218,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
       rows_replaced: replaced,
       accounts_discovered: accountList.length,
       commitments_upserted: commitmentsUpserted,
+      summaries_summed_in_sql: periodList.length ? (["cost", "commitment"] as const).filter((t) => inSql[t]) : [],
     };
   });
 }

@@ -81,7 +81,7 @@ export class FocusImportState {
         const pkey = `${m.provider}\u0000${m.billingAccountId}\u0000${m.month}`;
         if (!this.periods.has(pkey)) this.periods.set(detach(pkey), { provider: m.provider, billing_account_id: detach(m.billingAccountId), month: m.month });
       }
-      if (m.billingPeriodClosed) this.closedPeriods.add(`${m.provider}\u0000${m.month}`);
+      if (m.billingPeriodClosed && !(last?.billingPeriodClosed && last.provider === m.provider && last.month === m.month)) this.closedPeriods.add(`${m.provider}\u0000${m.month}`);
       if (!last || last.provider !== m.provider || last.accountId !== m.accountId) {
         const akey = `${m.provider}\u0000${m.accountId}`;
         if (!this.accounts.has(akey))

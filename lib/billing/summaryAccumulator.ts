@@ -194,6 +194,11 @@ interface PeriodGroups {
   lastDay: string | null;
 }
 
+function forgetLastGroups(p: PeriodGroups) {
+  p.lastAccountSlot = p.lastServiceSlot = p.lastDaySlot = -1;
+  p.lastAccountId = p.lastAccountName = p.lastServiceName = p.lastServiceCategory = p.lastDay = null;
+}
+
 const SEP = "\u0000";
 const NULL = "\u0001";
 const k = (v: string | null) => (v === null ? NULL : v);
@@ -295,8 +300,7 @@ export class SummaryAccumulator {
     this.costInSql = true;
     for (const p of this.periods.values()) {
       p.cost = [new GroupTable(COST_SUMS), new GroupTable(COST_SUMS), new GroupTable(COST_SUMS)];
-      p.lastAccountSlot = p.lastServiceSlot = p.lastDaySlot = -1;
-      p.lastAccountId = p.lastAccountName = p.lastServiceName = p.lastServiceCategory = p.lastDay = null;
+      forgetLastGroups(p);
     }
   }
 
@@ -308,6 +312,9 @@ export class SummaryAccumulator {
   private periodOf(r: SummaryInput): PeriodGroups {
     const last = this.last;
     if (last && last.billingAccountId === r.billingAccountId && last.month === r.month && last.currency === r.currency && last.provider === r.provider) return last;
+    // The remembered account and service are substrings of the reader's buffer: only the current
+    // period may hold them (one per period would pin a 1 MB buffer each, see detach).
+    if (last) forgetLastGroups(last);
     const key = `${r.provider}${SEP}${r.billingAccountId}${SEP}${r.month}${SEP}${r.currency}`;
     let p = this.periods.get(key);
     if (!p) {

@@ -6,10 +6,34 @@ import type { Tx } from "./types.ts";
 
 /** Where COPY text lines go: fed in order, ended once, or aborted (nothing kept). */
 export interface CopySink {
-  /** COPY text (UTF-8 bytes or a string) of whole lines; bytes may be reused once the write resolves. */
-  write(lines: string | Uint8Array): Promise<void>;
+  /** COPY text lines (without line ends), in order. */
+  write(lines: string[]): Promise<void>;
   end(): Promise<void>;
   abort(e: unknown): Promise<void>;
+}
+
+/**
+ * COPY lines as UTF-8 into one reused buffer: a fresh string and buffer per batch made the
+ * import spend more time faulting in new memory than encoding rows. The bytes are valid until
+ * the next call.
+ */
+class CopyLineEncoder {
+  private buf = Buffer.allocUnsafe(4 << 20);
+
+  encode(lines: string[]): Buffer {
+    let at = 0;
+    for (const line of lines) {
+      // UTF-8 takes at most 3 bytes per UTF-16 unit; grow before a line could not fit.
+      if (this.buf.length - at < line.length * 3 + 1) {
+        const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, at + line.length * 3 + 1));
+        this.buf.copy(bigger, 0, 0, at);
+        this.buf = bigger;
+      }
+      at += this.buf.write(line, at);
+      this.buf[at++] = 10;
+    }
+    return this.buf.subarray(0, at);
+  }
 }
 
 /** PGlite takes COPY input as one blob per statement: rows per statement. */
@@ -24,6 +48,7 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
   const client = (tx as any)?.session?.client;
   if (client && typeof client.unsafe === "function") {
     let writable: import("node:stream").Writable | null = null;
+    const encoder = new CopyLineEncoder();
     let failed: unknown = null;
     /** Rejects when the server ends the COPY with an error (a constraint, a cancel): a pending write never completes then. */
     let serverFailure: Promise<never> = new Promise(() => {});
@@ -47,9 +72,10 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
         if (failed) throw failed;
         // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
         const w = writable;
-        // Bytes may be a reused buffer: postgres.js frames (copies) a chunk as it is written,
+        // The encoder's buffer is reused: postgres.js frames (copies) a chunk as it is written,
         // which is at once when nothing is queued before it; otherwise it is copied here.
-        const chunk = typeof lines !== "string" && w.writableLength > 0 ? lines.slice() : lines;
+        const bytes = encoder.encode(lines);
+        const chunk = w.writableLength > 0 ? Buffer.from(bytes) : bytes;
         await Promise.race([new Promise<void>((resolve, reject) => w.write(chunk, (e) => (e ? reject(e) : resolve()))), serverFailure]);
       },
       async end() {
@@ -76,7 +102,6 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
   }
   if (client && typeof client.query === "function") {
     let pending = "";
-    const decoder = new TextDecoder();
     const flush = async () => {
       if (!pending) return;
       const blob = new Blob([pending]);
@@ -85,7 +110,7 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
     };
     return {
       async write(lines) {
-        pending += typeof lines === "string" ? lines : decoder.decode(lines);
+        if (lines.length) pending += lines.join("\n") + "\n";
         if (pending.length >= PGLITE_COPY_BYTES) await flush();
       },
       end: flush,

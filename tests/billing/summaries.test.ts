@@ -126,7 +126,8 @@ describeEachDb("report summaries", (driver) => {
     );
     const fromImport = await summaryRows(t, org.id);
     // A payer whose amounts exceed what doubles hold exactly: summed by PostgreSQL instead, same result.
-    await importCsvText(t, org.id, focusCsv([{ BillingAccountId: "huge", EffectiveCost: "1234567890123456789.5", BilledCost: "1", ListCost: "1", ContractedCost: "1" }, { BillingAccountId: "huge", EffectiveCost: "0.5", BilledCost: "1", ListCost: "1", ContractedCost: "1" }]));
+    const huge = await importCsvText(t, org.id, focusCsv([{ BillingAccountId: "huge", EffectiveCost: "1234567890123456789.5", BilledCost: "1", ListCost: "1", ContractedCost: "1" }, { BillingAccountId: "huge", EffectiveCost: "0.5", BilledCost: "1", ListCost: "1", ContractedCost: "1" }]));
+    expect(huge.summaries_summed_in_sql).toEqual(["cost", "commitment"]);
     const withHuge = await summaryRows(t, org.id);
     expect(withHuge[0].filter((r: any) => r.billing_account_id === "huge" && r.grain === "day").map((r: any) => r.t)).toEqual(["1234567890123456790.0000000000"]);
     expect(fromImport[0].length).toBeGreaterThan(50);
@@ -145,15 +146,15 @@ describeEachDb("report summaries", (driver) => {
         })(),
       );
     const inMemory = await t.newOrg();
-    await importFocus(t.s.db, inMemory.id, csv());
+    expect((await importFocus(t.s.db, inMemory.id, csv())).summaries_summed_in_sql).toEqual([]);
     const expected = await summaryRows(t, inMemory.id);
     // 100: only the commitment table has more groups, it alone is summed in SQL; 20: both are.
     expect(expected[0].length).toBeGreaterThan(20);
     expect(expected[0].length).toBeLessThan(100);
     expect(expected[1].length).toBeGreaterThan(100);
-    for (const limit of [100, 20]) {
+    for (const [limit, inSql] of [[100, ["commitment"]], [20, ["cost", "commitment"]]] as const) {
       const org = await t.newOrg();
-      await importFocus(t.s.db, org.id, csv(), { summaryGroupLimit: limit });
+      expect((await importFocus(t.s.db, org.id, csv(), { summaryGroupLimit: limit })).summaries_summed_in_sql).toEqual([...inSql]);
       expect(await summaryRows(t, org.id)).toEqual(expected);
     }
   }, 60_000);
