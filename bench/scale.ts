@@ -13,8 +13,8 @@
  * Not part of `npm test` nor of `npm run bench`: at 10 M rows it takes several minutes.
  */
 import postgres from "postgres";
-import { spawn } from "node:child_process";
-import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
+import { runChild } from "./lib/child.ts";
+import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { pipeline } from "node:stream/promises";
@@ -39,30 +39,6 @@ if (process.argv[2] === "generate") {
   await new Promise<void>((r) => stream.end(r));
   console.log(JSON.stringify({ rows }));
   process.exit(0);
-}
-
-/** Runs a bun child to completion; resolves with stdout, wall time and its peak RSS (VmHWM). */
-function runChild(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; ms: number; peakRss: number }> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    let peak = 0;
-    const poll = setInterval(() => {
-      try {
-        const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
-        if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-      } catch {}
-    }, 50);
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("exit", (code) => {
-      clearInterval(poll);
-      if (code !== 0) reject(new Error(`${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`));
-      else resolve({ stdout, ms: performance.now() - t0, peakRss: peak });
-    });
-  });
 }
 
 const dbName = `commitops_bench_scale_${Date.now().toString(36)}`;

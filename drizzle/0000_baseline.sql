@@ -538,6 +538,57 @@ CREATE TABLE "report_snapshots" (
 	"frozen_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "billing_connection_periods" (
+	"connection_id" uuid NOT NULL,
+	"month" date NOT NULL,
+	"fingerprint" text NOT NULL,
+	"import_id" uuid,
+	"rows" bigint DEFAULT 0 NOT NULL,
+	"final" boolean DEFAULT false NOT NULL,
+	"imported_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "billing_connection_periods_connection_id_month_pk" PRIMARY KEY("connection_id","month")
+);
+--> statement-breakpoint
+CREATE TABLE "billing_connection_runs" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"connection_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"trigger" text NOT NULL,
+	"status" text DEFAULT 'queued' NOT NULL,
+	"periods_seen" integer DEFAULT 0 NOT NULL,
+	"periods_imported" integer DEFAULT 0 NOT NULL,
+	"periods_unchanged" integer DEFAULT 0 NOT NULL,
+	"rows_imported" bigint DEFAULT 0 NOT NULL,
+	"bytes_read" bigint DEFAULT 0 NOT NULL,
+	"error_cause" text,
+	"error" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"started_at" timestamp with time zone,
+	"finished_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "billing_connections" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"name" text NOT NULL,
+	"kind" text NOT NULL,
+	"config" jsonb NOT NULL,
+	"secret_ciphertext" text,
+	"secret_key_id" text,
+	"secret_fields" text[] DEFAULT '{}'::text[] NOT NULL,
+	"enabled" boolean DEFAULT true NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"last_error" text,
+	"last_error_cause" text,
+	"consecutive_failures" integer DEFAULT 0 NOT NULL,
+	"last_synced_at" timestamp with time zone,
+	"next_sync_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"claimed_by" text,
+	"claimed_until" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -585,6 +636,11 @@ ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_org_id_organizatio
 ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "org_report_settings" ADD CONSTRAINT "org_report_settings_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "report_snapshots" ADD CONSTRAINT "report_snapshots_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "billing_connection_periods" ADD CONSTRAINT "billing_connection_periods_connection_id_billing_connections_id_fk" FOREIGN KEY ("connection_id") REFERENCES "public"."billing_connections"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "billing_connection_periods" ADD CONSTRAINT "billing_connection_periods_import_id_billing_imports_id_fk" FOREIGN KEY ("import_id") REFERENCES "public"."billing_imports"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "billing_connection_runs" ADD CONSTRAINT "billing_connection_runs_connection_id_billing_connections_id_fk" FOREIGN KEY ("connection_id") REFERENCES "public"."billing_connections"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "billing_connection_runs" ADD CONSTRAINT "billing_connection_runs_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "billing_connections" ADD CONSTRAINT "billing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -630,4 +686,8 @@ CREATE UNIQUE INDEX "support_outbox_ticket_uq" ON "support_outbox" USING btree (
 CREATE INDEX "support_outbox_due_idx" ON "support_outbox" USING btree ("next_attempt_at") WHERE delivered_at IS NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "support_tickets_number_uq" ON "support_tickets" USING btree ("number");--> statement-breakpoint
 CREATE INDEX "support_tickets_org_created_idx" ON "support_tickets" USING btree ("org_id","created_at");--> statement-breakpoint
-CREATE INDEX "report_snapshots_lookup_idx" ON "report_snapshots" USING btree ("org_id","report_type","month","provider","seq");
+CREATE INDEX "report_snapshots_lookup_idx" ON "report_snapshots" USING btree ("org_id","report_type","month","provider","seq");--> statement-breakpoint
+CREATE INDEX "billing_connection_runs_connection_idx" ON "billing_connection_runs" USING btree ("connection_id","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "billing_connection_runs_one_queued_uq" ON "billing_connection_runs" USING btree ("connection_id") WHERE status = 'queued';--> statement-breakpoint
+CREATE UNIQUE INDEX "billing_connections_org_name_uq" ON "billing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
+CREATE INDEX "billing_connections_due_idx" ON "billing_connections" USING btree ("next_sync_at");

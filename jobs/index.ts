@@ -4,6 +4,7 @@ import { supportOutboxJob } from "./support-outbox.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
+import { billingSyncJob } from "./billing-sync.ts";
 
 /** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
 export interface Job {
@@ -14,7 +15,7 @@ export interface Job {
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob];
+export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, billingSyncJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job

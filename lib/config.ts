@@ -47,6 +47,14 @@ export interface Config {
   downloadQueueTimeoutSeconds: number;
   /** A report query that has not produced its first rows after this many seconds is cancelled: 503 `report_timeout` (REPORT_QUERY_TIMEOUT_SECONDS, default 60; 0 = no limit; PostgreSQL only). */
   reportQueryTimeoutSeconds: number;
+  /** Key that encrypts connection secrets at rest (COMMITOPS_SECRET_KEY: 32 bytes as base64 or hex); connections with secrets are refused without it. */
+  secretKey?: string;
+  /** Earlier keys still accepted for decryption until `secrets rotate` has run (COMMITOPS_SECRET_KEY_PREVIOUS, comma-separated). */
+  previousSecretKeys: string[];
+  /** Billing connections may point at loopback, private and link-local addresses (CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS; emulators, on-premises S3). Off by default: an org admin must not reach the service's own network. */
+  connectionsAllowPrivateEndpoints: boolean;
+  /** Minutes between two billing syncs of a connection (BILLING_SYNC_INTERVAL_MINUTES, default 240). */
+  billingSyncIntervalMinutes: number;
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -97,6 +105,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     downloadConcurrency: positiveInt(env.DOWNLOAD_CONCURRENCY, 0) || undefined,
     downloadQueueTimeoutSeconds: nonNegativeInt(env.DOWNLOAD_QUEUE_TIMEOUT_SECONDS, 10),
     reportQueryTimeoutSeconds: nonNegativeInt(env.REPORT_QUERY_TIMEOUT_SECONDS, 60),
+    secretKey: env.COMMITOPS_SECRET_KEY || undefined,
+    previousSecretKeys: (env.COMMITOPS_SECRET_KEY_PREVIOUS ?? "").split(",").map((k) => k.trim()).filter(Boolean),
+    connectionsAllowPrivateEndpoints: bool(env.CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS, false),
+    billingSyncIntervalMinutes: positiveInt(env.BILLING_SYNC_INTERVAL_MINUTES, 240),
     ...overrides,
   };
 }

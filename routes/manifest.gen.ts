@@ -4,36 +4,38 @@ import r0 from "./.well-known/oauth-authorization-server/index.ts";
 import r1 from "./.well-known/oauth-protected-resource/mcp/index.ts";
 import r2 from "./beta/v1/org/[org_id]/allocation-reports/index.ts";
 import r3 from "./beta/v1/org/[org_id]/api-keys/index.ts";
-import r4 from "./beta/v1/org/[org_id]/catalog-skus/index.ts";
-import r5 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
-import r6 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
-import r7 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
-import r8 from "./beta/v1/org/[org_id]/index.ts";
-import r9 from "./beta/v1/org/[org_id]/support/index.ts";
-import r10 from "./mcp/index.ts";
-import r11 from "./oauth/authorize/index.ts";
-import r12 from "./oauth/logout/index.ts";
-import r13 from "./oauth/register/index.ts";
-import r14 from "./oauth/revoke/index.ts";
-import r15 from "./oauth/token/index.ts";
-import r16 from "./oauth/upstream/callback/index.ts";
+import r4 from "./beta/v1/org/[org_id]/billing-connections/index.ts";
+import r5 from "./beta/v1/org/[org_id]/catalog-skus/index.ts";
+import r6 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
+import r7 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
+import r8 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
+import r9 from "./beta/v1/org/[org_id]/index.ts";
+import r10 from "./beta/v1/org/[org_id]/support/index.ts";
+import r11 from "./mcp/index.ts";
+import r12 from "./oauth/authorize/index.ts";
+import r13 from "./oauth/logout/index.ts";
+import r14 from "./oauth/register/index.ts";
+import r15 from "./oauth/revoke/index.ts";
+import r16 from "./oauth/token/index.ts";
+import r17 from "./oauth/upstream/callback/index.ts";
 
 export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/.well-known/oauth-authorization-server", module: r0 },
   { prefix: "/.well-known/oauth-protected-resource/mcp", module: r1 },
   { prefix: "/beta/v1/org/:org_id/allocation-reports", module: r2 },
   { prefix: "/beta/v1/org/:org_id/api-keys", module: r3 },
-  { prefix: "/beta/v1/org/:org_id/catalog-skus", module: r4 },
-  { prefix: "/beta/v1/org/:org_id/commitment-plan-templates", module: r5 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r6 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r7 },
-  { prefix: "/beta/v1/org/:org_id", module: r8 },
-  { prefix: "/beta/v1/org/:org_id/support", module: r9 },
-  { prefix: "/mcp", module: r10 },
-  { prefix: "/oauth/authorize", module: r11 },
-  { prefix: "/oauth/logout", module: r12 },
-  { prefix: "/oauth/register", module: r13 },
-  { prefix: "/oauth/revoke", module: r14 },
-  { prefix: "/oauth/token", module: r15 },
-  { prefix: "/oauth/upstream/callback", module: r16 },
+  { prefix: "/beta/v1/org/:org_id/billing-connections", module: r4 },
+  { prefix: "/beta/v1/org/:org_id/catalog-skus", module: r5 },
+  { prefix: "/beta/v1/org/:org_id/commitment-plan-templates", module: r6 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r7 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r8 },
+  { prefix: "/beta/v1/org/:org_id", module: r9 },
+  { prefix: "/beta/v1/org/:org_id/support", module: r10 },
+  { prefix: "/mcp", module: r11 },
+  { prefix: "/oauth/authorize", module: r12 },
+  { prefix: "/oauth/logout", module: r13 },
+  { prefix: "/oauth/register", module: r14 },
+  { prefix: "/oauth/revoke", module: r15 },
+  { prefix: "/oauth/token", module: r16 },
+  { prefix: "/oauth/upstream/callback", module: r17 },
 ];

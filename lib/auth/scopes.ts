@@ -7,6 +7,8 @@ export const SCOPES = [
   "estimates:write",
   "support:write",
   "assistant:read",
+  "connections:read",
+  "connections:write",
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -10,7 +10,7 @@
 import { createReadStream } from "node:fs";
 import { createGunzip } from "node:zlib";
 import type { Readable } from "node:stream";
-import type { Db } from "../db/index.ts";
+import type { Db, Tx } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { deriveCommitments } from "./inventory.ts";
 import { SummaryAccumulator } from "./summaryAccumulator.ts";
@@ -18,7 +18,7 @@ import { rebuildBillingSummaries } from "./summaries.ts";
 import { memoryBudget } from "../adapters/gc.ts";
 import { openCopyIn } from "../db/copyIn.ts";
 import { INSERT_COLUMNS } from "./focusRow.ts";
-import { FocusFileError, focusSource } from "./focusSource.ts";
+import { FocusFileError, focusSource, type FocusRecords } from "./focusSource.ts";
 
 export { parseFocusTimestamp } from "./focusRow.ts";
 
@@ -36,6 +36,8 @@ export interface ImportOptions {
   now?: Date;
   /** Summary groups per table added up in memory before PostgreSQL sums that table instead (default SUMMARY_GROUP_LIMIT). */
   summaryGroupLimit?: number;
+  /** Runs in the import's transaction once the rows are in (e.g. a sync records what it imported): it commits or rolls back with them. */
+  beforeCommit?: (tx: Tx, result: ImportResult) => Promise<void>;
 }
 
 export interface RejectedRow {
@@ -71,7 +73,7 @@ export class FocusImportRejected extends Error {
   }
 }
 
-export { FocusFileError };
+export { FocusFileError, type FocusRecords };
 
 
 /**
@@ -94,7 +96,7 @@ export function openFocusFile(path: string): Readable {
  * Imports one FOCUS CSV into the org. Memory stays flat whatever the size: rows are parsed,
  * validated and inserted batch by batch inside one transaction.
  */
-export async function importFocus(db: Db, orgId: string, input: Readable | AsyncIterable<string | Buffer>, opts: ImportOptions = {}): Promise<ImportResult> {
+export async function importFocus(db: Db, orgId: string, input: Readable | AsyncIterable<string | Buffer> | FocusRecords, opts: ImportOptions = {}): Promise<ImportResult> {
   const defaults = opts.defaults ?? {};
   const fileName = opts.fileName ?? "upload.csv";
   const progressEvery = opts.progressEvery ?? 50_000;
@@ -115,7 +117,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     const sink = openCopyIn(tx, `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`);
     const withinMemoryBudget = memoryBudget(IMPORT_MEMORY_BUDGET);
     let nextProgress = progressEvery;
-    const source = focusSource(input as AsyncIterable<string | Uint8Array>, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid, summaryGroupLimit: opts.summaryGroupLimit });
+    const source = focusSource(input as AsyncIterable<string | Uint8Array> | FocusRecords, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid, summaryGroupLimit: opts.summaryGroupLimit });
     try {
       for await (const outcome of source.outcomes()) {
         rowsRead += outcome.rowsRead;
@@ -207,7 +209,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
     if (imported || replaced) {
       for (const target of [`billing_line_items (${ANALYZED_COLUMNS.join(", ")})`, "billing_cost_summaries", "commitment_usage_summaries"]) await queryRows(tx, `ANALYZE ${target}`);
     }
-    return {
+    const result: ImportResult = {
       import_id: importId,
       file_name: fileName,
       rows_read: rowsRead,
@@ -220,6 +222,8 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
       commitments_upserted: commitmentsUpserted,
       summaries_summed_in_sql: periodList.length ? (["cost", "commitment"] as const).filter((t) => inSql[t]) : [],
     };
+    await opts.beforeCommit?.(tx, result);
+    return result;
   });
 }
 

@@ -29,7 +29,7 @@ function csvError(e: unknown): unknown {
 }
 
 /** The canonical header of a file, or why it cannot be imported. */
-function headerOf(fields: string[], defaults: Record<string, string>): string[] {
+export function headerOf(fields: string[], defaults: Record<string, string>): string[] {
   const header = fields.map((h) => {
     const name = h.trim();
     return CANONICAL.get(name.toLowerCase()) ?? name;
@@ -40,12 +40,17 @@ function headerOf(fields: string[], defaults: Record<string, string>): string[] 
   return header;
 }
 
-export function focusSource(input: AsyncIterable<string | Uint8Array>, o: SourceOptions): FocusSource {
+/** Records already split into fields (Parquet, query results), the first record the header. */
+export interface FocusRecords {
+  records: AsyncIterable<CsvBatch>;
+}
+
+export function focusSource(input: AsyncIterable<string | Uint8Array> | FocusRecords, o: SourceOptions): FocusSource {
   const source: FocusSource = {
     header: null,
     state: null,
     async *outcomes() {
-      const batches = readCsvBatches(input)[Symbol.asyncIterator]();
+      const batches = ("records" in input ? input.records : readCsvBatches(input))[Symbol.asyncIterator]();
       for (;;) {
         let next: IteratorResult<CsvBatch>;
         try {

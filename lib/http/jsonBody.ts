@@ -135,11 +135,13 @@ const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
 
 /**
  * The parse step of every Beta route: the body of POST/PUT/PATCH as a JSON object (limits
- * first, see readJsonObjectBody; another media type → 415); other methods carry no body here,
+ * first, see readJsonObjectBody; another media type → 415; no body and no media type → `{}`); other methods carry no body here,
  * so whatever was sent is ignored unread (null).
  */
 export async function betaRequestBody(request: Request, contentType: string | undefined, maxBytes: number): Promise<Record<string, unknown> | null> {
   if (request.method !== "POST" && request.method !== "PUT" && request.method !== "PATCH") return null;
+  // An action without input (`POST …/sync`) may come with no body at all; the route's schema still judges `{}`.
+  if (request.method === "POST" && !request.headers.get("content-type") && request.body === null) return {};
   if (contentType && !JSON_MEDIA_TYPE.test(contentType.trim())) {
     throw new AppError(415, "unsupported_media_type", "Send the request body as application/json.", "unsupported_media_type");
   }

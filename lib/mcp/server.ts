@@ -13,12 +13,13 @@ import { runTool, type ToolDef } from "./tools/common.ts";
 import { coverageTools } from "./tools/coverage.ts";
 import { planningTools } from "./tools/planning.ts";
 import { spendTools } from "./tools/spend.ts";
+import { connectionTools } from "./tools/connections.ts";
 
 export const SERVER_NAME = "commitops";
 export const SERVER_VERSION = "1.0.0";
 
 /** Every tool, by area (the registry; order = tools/list order). */
-export const ALL_TOOLS: ToolDef<any, any>[] = [...commitmentTools, ...coverageTools, ...planningTools, ...spendTools, ...accountTools];
+export const ALL_TOOLS: ToolDef<any, any>[] = [...commitmentTools, ...coverageTools, ...planningTools, ...spendTools, ...accountTools, ...connectionTools];
 
 /** The tools a principal may see: assistant:read plus each tool's own scopes. */
 export function toolsFor(principal: Principal): ToolDef<any, any>[] {

@@ -7,4 +7,6 @@ export const SCOPE_DESCRIPTIONS: Record<string, string> = {
   "estimates:write": "create, change and delete cost estimates",
   "support:write": "file support tickets",
   "assistant:read": "let the assistant read commitments, coverage, utilization, spend and recommendations",
+  "connections:read": "see the billing connections to your cloud providers and their syncs (never their credentials)",
+  "connections:write": "add, change, test, sync and delete billing connections to your cloud providers",
 };

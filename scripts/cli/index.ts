@@ -11,6 +11,7 @@ import { supportCommands } from "./support.ts";
 import { planningCommands } from "./planning.ts";
 import { billingCommands } from "./billing.ts";
 import { catalogCommands } from "./catalog.ts";
+import { connectionCommands } from "./connections.ts";
 
 const unavailable = () => {
   throw new Error("this command runs without a database");
@@ -18,7 +19,7 @@ const unavailable = () => {
 const noDatabase = new Proxy({} as any, { get: (_t, prop) => (prop === "db" ? new Proxy({}, { get: unavailable }) : prop === "close" ? async () => {} : unavailable) });
 
 /** Every command; features append theirs (one file per feature in scripts/cli/). */
-export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands];
+export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands, ...connectionCommands];
 
 function help(): string {
   return [

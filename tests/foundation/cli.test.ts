@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { freePort, startProcess, waitFor } from "../helpers/process.ts";
+import { SCOPES } from "../../lib/auth/scopes.ts";
 
 const root = join(import.meta.dir, "../..");
 const cli = join(root, "scripts/commitops.mjs");
@@ -27,7 +28,7 @@ describe("commitops CLI and server start-up", () => {
     expect(child.code).toBe(0);
     expect(JSON.parse(child.stdout).parent_id).toBe(out.org_id);
     const keys = commitops(["apikey", "list", "--org", out.org_id, "--json"], env);
-    expect(JSON.parse(keys.stdout)[0].scopes.length).toBe(7);
+    expect(JSON.parse(keys.stdout)[0].scopes).toEqual([...SCOPES]);
   }, 180_000);
 
   test("user create, member add, apikey create/revoke", () => {

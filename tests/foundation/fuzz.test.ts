@@ -68,7 +68,7 @@ if (SURVEY) afterAll(() => writeFileSync(SURVEY, JSON.stringify(surveyed, null, 
 if (TRACE) afterAll(() => writeFileSync(TRACE, JSON.stringify(traced)));
 
 describeEachDb("fuzz: every operation of /openapi.json over HTTP", (driver) => {
-  const t = useTestApp(driver);
+  const t = useTestApp(driver, { config: { secretKey: Buffer.alloc(32, 7).toString("base64") } });
   let server: ReturnType<typeof listen>;
   let base = "";
   let fx: FuzzFixtures;

@@ -45,6 +45,7 @@ export interface FuzzFixtures {
     key_id: string[];
     catalog_sku_id: string[];
     segment_id: string[];
+    connection_id: string[];
   };
   /** Pools only DELETE requests draw from; each entry is one deletable thing. */
   disposable: {
@@ -53,6 +54,7 @@ export interface FuzzFixtures {
     line_item: [string, string][];
     template_id: string[];
     key_id: string[];
+    connection_id: string[];
   };
   /** Query parameters each report declares (from GET /allocation-reports). */
   reportParams: Record<string, { name: string; type?: string; values?: string[] }[]>;
@@ -159,6 +161,13 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
   const keyIds: string[] = [];
   for (let i = 0; i < 4; i++) keyIds.push((await ok(base, "POST", `${P}/api-keys`, org.key, { name: `fuzz disposable ${i}`, scopes: ["reports:read"] })).json.id);
 
+  // Billing connections: an S3 export behind a name that never resolves (a test or sync fails fast as unreachable).
+  const connectionIds: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const body = { name: `fuzz connection ${i}`, kind: "aws_data_exports", config: { bucket: "fuzz-billing", export_name: "focus", region: "us-east-1", access_key_id: "AKIAFUZZFUZZFUZZFUZZ", endpoint_url: "https://s3.fuzz.invalid" }, secrets: { secret_access_key: "fuzz-secret" } };
+    connectionIds.push((await ok(base, "POST", `${P}/billing-connections`, org.key, body)).json.id);
+  }
+
   // OAuth: a registered client, a browser with a sign-in cookie and CSRF token, a signed-in
   // member, an access token for the Beta API and a refresh token.
   const client = (await ok(base, "POST", "/oauth/register", null, { client_name: "Fuzz client", redirect_uris: [REDIRECT] })).json;
@@ -213,12 +222,14 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       key_id: keyIds.slice(0, 1),
       catalog_sku_id: Object.values(skus).flat(),
       segment_id: [...segments],
+      connection_id: connectionIds.slice(0, 1),
     },
     disposable: {
       estimate_id: disposableEstimates.map((e) => e.id),
       line_item: lineHolderLines.map((l) => [lineHolder.id, l] as [string, string]),
       template_id: [...disposableTemplates, ...systemTemplates.slice(0, 1)],
       key_id: keyIds.slice(1),
+      connection_id: connectionIds.slice(1),
     },
     reportParams,
     awsSkuIds: skus.aws!,

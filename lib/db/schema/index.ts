@@ -8,3 +8,4 @@ export * from "./oauth.ts";
 export * from "./planning.ts";
 export * from "./support.ts";
 export * from "./reports.ts";
+export * from "./connections.ts";

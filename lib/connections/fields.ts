@@ -1,0 +1,126 @@
+/**
+ * What each connection kind needs (DESIGN §13): its fields, which are required, which are secret,
+ * and their limits. Used to check input from the API, the CLI and the MCP tools alike.
+ */
+import { ValidationError, type FieldErrors } from "../errors.ts";
+import type { ConnectionKind } from "./source.ts";
+
+interface FieldSpec {
+  required?: boolean;
+  max: number;
+  pattern?: RegExp;
+  hint?: string;
+}
+
+const URL_FIELD: FieldSpec = { max: 2048, pattern: /^https?:\/\/[^\s]+$/i, hint: "an http(s) URL" };
+
+export const CONFIG_FIELDS: Record<ConnectionKind, Record<string, FieldSpec>> = {
+  aws_data_exports: {
+    bucket: { required: true, max: 63, pattern: /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, hint: "an S3 bucket name" },
+    prefix: { max: 1024 },
+    export_name: { required: true, max: 128, pattern: /^[A-Za-z0-9_.-]+$/, hint: "the export's name (letters, digits, _ . -)" },
+    region: { required: true, max: 32, pattern: /^[a-z]{2}(-[a-z]+)+-\d+$/, hint: "an AWS region such as us-east-1" },
+    role_arn: { max: 2048, pattern: /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, hint: "an IAM role ARN" },
+    external_id: { max: 1224, pattern: /^[\w+=,.@:/-]{2,1224}$/, hint: "2–1224 characters of letters, digits and +=,.@:/-" },
+    access_key_id: { max: 128, pattern: /^[A-Z0-9]{16,128}$/, hint: "an access key id" },
+    endpoint_url: URL_FIELD,
+  },
+  azure_cost_exports: {
+    storage_account_url: { required: true, ...URL_FIELD },
+    container: { required: true, max: 63, pattern: /^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, hint: "a blob container name" },
+    directory: { max: 1024 },
+    tenant_id: { max: 64, pattern: /^[0-9a-fA-F-]{36}$|^[a-z0-9.-]+$/, hint: "a tenant id" },
+    client_id: { max: 64, pattern: /^[0-9a-fA-F-]{36}$/, hint: "an application (client) id" },
+    endpoint_url: URL_FIELD,
+  },
+  gcp_bigquery_focus: {
+    project_id: { required: true, max: 64, pattern: /^[a-z][a-z0-9-]{4,61}[a-z0-9]$|^[a-z0-9.:-]{1,64}$/, hint: "a project id" },
+    dataset: { required: true, max: 1024, pattern: /^\w{1,1024}$/, hint: "a dataset id (letters, digits, _)" },
+    table: { required: true, max: 1024, pattern: /^[\w-]{1,1024}$/, hint: "a table or view id" },
+    location: { max: 64, pattern: /^[A-Za-z0-9-]+$/, hint: "a BigQuery location such as US or europe-west1" },
+    endpoint_url: URL_FIELD,
+  },
+};
+
+export const SECRET_FIELDS: Record<ConnectionKind, Record<string, FieldSpec>> = {
+  aws_data_exports: { secret_access_key: { max: 256 } },
+  azure_cost_exports: { client_secret: { max: 1024 }, account_key: { max: 256 }, sas_token: { max: 4096 } },
+  gcp_bigquery_focus: { service_account_key: { max: 16_384 } },
+};
+
+/** Every field name of every kind (the API's body schema lists these). */
+export const ALL_CONFIG_FIELDS = [...new Set(Object.values(CONFIG_FIELDS).flatMap((f) => Object.keys(f)))];
+export const ALL_SECRET_FIELDS = [...new Set(Object.values(SECRET_FIELDS).flatMap((f) => Object.keys(f)))];
+
+type Values = Record<string, string>;
+
+function checkFields(where: string, specs: Record<string, FieldSpec>, values: Record<string, unknown>, errors: FieldErrors, kind: ConnectionKind) {
+  for (const [name, v] of Object.entries(values)) {
+    const spec = specs[name];
+    const key = `${where}.${name}`;
+    if (!spec) {
+      errors[key] = [`is not a field of a ${kind} connection`];
+      continue;
+    }
+    if (v === null || v === undefined) continue;
+    if (typeof v !== "string") errors[key] = ["must be a string"];
+    else if (v.length > spec.max) errors[key] = [`must be at most ${spec.max} characters`];
+    else if (spec.pattern && !spec.pattern.test(v)) errors[key] = [`must be ${spec.hint}`];
+    else if (/[\u0000-\u001f]/.test(v) && name !== "service_account_key") errors[key] = ["must not contain control characters"];
+  }
+}
+
+/** A host that is this machine or its private network, written as such (names resolving there are not caught here). */
+function privateHost(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  } catch {
+    return false;
+  }
+  if (host === "localhost" || host.endsWith(".localhost") || host === "0.0.0.0" || host === "::" || host === "::1") return true;
+  if (/^(fc|fd|fe8|fe9|fea|feb)[0-9a-f]*:/.test(host) || host.startsWith("::ffff:")) return true;
+  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(host);
+  if (!v4) return false;
+  const [a, b] = [Number(v4[1]), Number(v4[2])];
+  return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+}
+
+const URL_FIELDS = ["endpoint_url", "storage_account_url"];
+
+/** The stored config and secrets of a kind, or a 422 naming each wrong field. Nulls remove a field. */
+export function checkSettings(
+  kind: ConnectionKind,
+  config: Record<string, unknown>,
+  secrets: Record<string, unknown>,
+  opts: { allowPrivateEndpoints?: boolean; /** The secrets are the stored ones, checked when they were set (only their presence counts). */ storedSecrets?: boolean } = {},
+): { config: Values; secrets: Values } {
+  const errors: FieldErrors = {};
+  checkFields("config", CONFIG_FIELDS[kind], config, errors, kind);
+  if (!opts.storedSecrets) checkFields("secrets", SECRET_FIELDS[kind], secrets, errors, kind);
+  const keep = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v === "string" && v !== "")) as Values;
+  const c = keep(config);
+  const s = keep(secrets);
+  for (const [name, spec] of Object.entries(CONFIG_FIELDS[kind])) if (spec.required && !c[name] && !errors[`config.${name}`]) errors[`config.${name}`] = ["is required"];
+  if (!opts.allowPrivateEndpoints) {
+    for (const f of URL_FIELDS) {
+      if (c[f] && !errors[`config.${f}`] && privateHost(c[f]!)) errors[`config.${f}`] = ["must not point at a loopback, private or link-local address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)"];
+    }
+  }
+  if (kind === "aws_data_exports" && !!c.access_key_id !== !!s.secret_access_key) errors["secrets.secret_access_key"] = ["goes with config.access_key_id: give both or neither"];
+  if (kind === "azure_cost_exports" && s.client_secret && !(c.tenant_id && c.client_id)) errors["config.client_id"] = ["a client_secret needs config.tenant_id and config.client_id"];
+  if (kind === "gcp_bigquery_focus" && s.service_account_key && !opts.storedSecrets) {
+    let key: unknown;
+    try {
+      key = JSON.parse(s.service_account_key);
+    } catch {
+      key = null;
+    }
+    const k = key as Record<string, unknown> | null;
+    if (!k || typeof k !== "object" || typeof k.client_email !== "string" || typeof k.private_key !== "string") {
+      errors["secrets.service_account_key"] = ["must be a service-account key file (JSON with client_email and private_key)"];
+    }
+  }
+  if (Object.keys(errors).length) throw new ValidationError("The connection's settings are not valid.", errors);
+  return { config: c, secrets: s };
+}

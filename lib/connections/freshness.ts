@@ -1,0 +1,38 @@
+import type { DbOrTx } from "../db/index.ts";
+import { queryRows } from "../billing/sql.ts";
+
+export interface ConnectionFreshness {
+  name: string;
+  kind: string;
+  status: string;
+  enabled: boolean;
+  last_synced_at: string | null;
+  next_sync_at: string | null;
+  newest_month: string | null;
+  newest_month_imported_at: string | null;
+  closed_months: string[];
+  last_error_cause: string | null;
+}
+
+/** Each connection of the org with how current its data is: nothing of its settings, and of a failure only its cause (messages name buckets and tables, which viewers need not see). */
+export async function connectionFreshness(db: DbOrTx, orgId: string): Promise<ConnectionFreshness[]> {
+  const rows = await queryRows<{
+    name: string; kind: string; status: string; enabled: boolean; last_synced_at: string | null; next_sync_at: string | null;
+    newest_month: string | null; newest_month_imported_at: string | null; closed_months: string | null; last_error_cause: string | null;
+  }>(
+    db,
+    `SELECT c.name, c.kind, c.status, c.enabled,
+            to_char(c.last_synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS last_synced_at,
+            to_char(c.next_sync_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS next_sync_at,
+            to_char(p.month, 'YYYY-MM') AS newest_month,
+            to_char(p.imported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS newest_month_imported_at,
+            (SELECT string_agg(to_char(f.month, 'YYYY-MM'), ',' ORDER BY f.month) FROM billing_connection_periods f WHERE f.connection_id = c.id AND f.final) AS closed_months,
+            c.last_error_cause
+     FROM billing_connections c
+     LEFT JOIN LATERAL (SELECT month, imported_at FROM billing_connection_periods WHERE connection_id = c.id ORDER BY month DESC LIMIT 1) p ON true
+     WHERE c.org_id = $1::uuid
+     ORDER BY c.created_at, c.id`,
+    [orgId],
+  );
+  return rows.map((r) => ({ ...r, closed_months: r.closed_months ? r.closed_months.split(",") : [] }));
+}

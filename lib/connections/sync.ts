@@ -1,0 +1,274 @@
+/**
+ * Billing sync: each due connection is claimed by one replica (a lease in its row, renewed while
+ * it runs), its export's periods are listed, and each period whose fingerprint differs from the
+ * one last imported goes through the FOCUS import — one transaction that replaces the period and
+ * records the new fingerprint, so a failed or killed sync leaves the previous data in place.
+ * Failures are recorded on the run, retried with backoff, and after repeated ones the connection
+ * shows `status: error`.
+ */
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import type { Services } from "../services.ts";
+import type { Tx } from "../db/index.ts";
+import { queryRows } from "../billing/sql.ts";
+import { FocusFileError, FocusImportRejected, importFocus } from "../billing/focus.ts";
+import { CsvSyntaxError, type CsvBatch } from "../billing/csvReader.ts";
+import { secretBoxOf } from "../secrets/index.ts";
+import { getConnectionRow, runView, settingsOf, type ConnectionRow, type RunRow, type RunView } from "./service.ts";
+import { readerFor } from "./readers/index.ts";
+import { ConnectionFailure, type ExportReader, type FailureCause, type SourcePeriod } from "./source.ts";
+import { joinTables } from "./tables.ts";
+import { billingConnectionRuns, billingConnections } from "../db/schema/index.ts";
+import { and, eq, sql } from "drizzle-orm";
+import { ConflictError } from "../errors.ts";
+
+/** This process, as named in the claims it takes. */
+export const WORKER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+/** Failures in a row before a connection shows `status: error`. */
+export const FAILURES_BEFORE_ERROR = 3;
+const FIRST_RETRY_MINUTES = 5;
+
+export interface SyncOptions {
+  /** How long a claim holds without renewal (a crashed replica's connection is free again after it). */
+  leaseSeconds?: number;
+  workerId?: string;
+  /** Connections synced by this call at most. */
+  limit?: number;
+  /** Only this connection (the CLI's `connections sync`). */
+  connectionId?: string;
+}
+
+const DEFAULT_LEASE_SECONDS = 300;
+
+class PeriodAlreadyCurrent extends Error {}
+
+/** Queues a manual sync (joining one already queued) and makes the connection due now. */
+export async function requestSync(s: Services, orgId: string, connectionId: string): Promise<RunView> {
+  const now = s.now();
+  return s.db.transaction(async (tx) => {
+    const c = await getConnectionRow(tx, orgId, connectionId);
+    const [fresh] = await tx
+      .insert(billingConnectionRuns)
+      .values({ connectionId: c.id, orgId, trigger: "manual", status: "queued", createdAt: now })
+      .onConflictDoNothing()
+      .returning();
+    const run = fresh ?? (await tx.select().from(billingConnectionRuns).where(and(eq(billingConnectionRuns.connectionId, c.id), eq(billingConnectionRuns.status, "queued"))))[0];
+    if (!run) throw new ConflictError("A sync of this connection was just queued by another request; retry.", "sync_busy");
+    await tx.update(billingConnections).set({ nextSyncAt: now }).where(eq(billingConnections.id, c.id));
+    return runView(run);
+  });
+}
+
+/** Claims the next due connection for this worker, or null. Due: enabled and its time has come, or a sync was asked for. */
+async function claimDue(s: Services, workerId: string, leaseSeconds: number, connectionId?: string): Promise<ConnectionRow | null> {
+  const now = s.now();
+  const until = new Date(now.getTime() + leaseSeconds * 1000);
+  const rows = await queryRows<{ id: string }>(
+    s.db,
+    `UPDATE billing_connections SET claimed_by = $1, claimed_until = $2::timestamptz
+     WHERE id = (
+       SELECT c.id FROM billing_connections c
+       WHERE (c.claimed_until IS NULL OR c.claimed_until < $3::timestamptz) AND ($4::uuid IS NULL OR c.id = $4::uuid)
+         AND ((c.enabled AND c.next_sync_at <= $3::timestamptz)
+              OR EXISTS (SELECT 1 FROM billing_connection_runs r WHERE r.connection_id = c.id AND r.status = 'queued'))
+       ORDER BY c.next_sync_at, c.id
+       LIMIT 1
+       FOR UPDATE SKIP LOCKED)
+     RETURNING id`,
+    [workerId, until.toISOString(), now.toISOString(), connectionId ?? null],
+  );
+  if (!rows[0]) return null;
+  const [c] = await s.db.select().from(billingConnections).where(eq(billingConnections.id, rows[0].id));
+  return c ?? null;
+}
+
+/** Syncs due connections one after another until none is due (or `limit` were synced). */
+export async function runDueSyncs(s: Services, opts: SyncOptions = {}): Promise<RunView[]> {
+  const workerId = opts.workerId ?? WORKER_ID;
+  const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  const done: RunView[] = [];
+  while (done.length < (opts.limit ?? Infinity)) {
+    const c = await claimDue(s, workerId, leaseSeconds, opts.connectionId);
+    if (!c) break;
+    done.push(await syncClaimed(s, c, workerId, leaseSeconds));
+  }
+  return done;
+}
+
+/** Starts the run of a claimed connection: the queued manual one, else a scheduled one; runs a dead replica left `running` are closed as interrupted. */
+async function startRun(s: Services, c: ConnectionRow): Promise<RunRow> {
+  const now = s.now();
+  await s.db
+    .update(billingConnectionRuns)
+    .set({ status: "failed", errorCause: "interrupted", error: "The sync was interrupted (the replica running it stopped); nothing of it was kept.", finishedAt: now })
+    .where(and(eq(billingConnectionRuns.connectionId, c.id), eq(billingConnectionRuns.status, "running")));
+  const [queued] = await s.db
+    .update(billingConnectionRuns)
+    .set({ status: "running", startedAt: now })
+    .where(eq(billingConnectionRuns.id, sql`(SELECT id FROM billing_connection_runs WHERE connection_id = ${c.id} AND status = 'queued' ORDER BY created_at LIMIT 1)`))
+    .returning();
+  if (queued) return queued;
+  const [run] = await s.db.insert(billingConnectionRuns).values({ connectionId: c.id, orgId: c.orgId, trigger: "schedule", status: "running", createdAt: now, startedAt: now }).returning();
+  return run!;
+}
+
+interface RunTotals {
+  periodsSeen: number;
+  periodsImported: number;
+  periodsUnchanged: number;
+  rowsImported: number;
+  bytesRead: number;
+}
+
+async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leaseSeconds: number): Promise<RunView> {
+  const run = await startRun(s, c);
+  const totals: RunTotals = { periodsSeen: 0, periodsImported: 0, periodsUnchanged: 0, rowsImported: 0, bytesRead: 0 };
+  // A long import must not lose its claim to another replica: renew the lease while it runs.
+  const renew = setInterval(() => {
+    const until = new Date(s.now().getTime() + leaseSeconds * 1000);
+    s.db
+      .update(billingConnections)
+      .set({ claimedUntil: until })
+      .where(and(eq(billingConnections.id, c.id), eq(billingConnections.claimedBy, workerId)))
+      .catch(() => {});
+  }, Math.max(1000, (leaseSeconds * 1000) / 3));
+  let reader: ExportReader | null = null;
+  let failure: { cause: string; message: string } | null = null;
+  try {
+    reader = await readerFor(settingsOf(secretBoxOf(s.config), c));
+    await syncPeriods(s, c, reader, totals);
+  } catch (e) {
+    failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
+    if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorText(e) });
+  } finally {
+    clearInterval(renew);
+    await Promise.resolve(reader?.close?.()).catch(() => {});
+  }
+  const now = s.now();
+  const failures = failure ? c.consecutiveFailures + 1 : 0;
+  const retryMinutes = Math.min(s.config.billingSyncIntervalMinutes, FIRST_RETRY_MINUTES * 2 ** Math.max(0, failures - 1));
+  const [finished] = await s.db
+    .update(billingConnectionRuns)
+    .set({ ...totals, status: failure ? "failed" : "succeeded", errorCause: failure?.cause ?? null, error: failure?.message ?? null, finishedAt: now })
+    .where(eq(billingConnectionRuns.id, run.id))
+    .returning();
+  await s.db
+    .update(billingConnections)
+    .set({
+      claimedBy: null,
+      claimedUntil: null,
+      consecutiveFailures: failures,
+      ...(failure
+        ? {
+            lastError: failure.message,
+            lastErrorCause: failure.cause,
+            nextSyncAt: new Date(now.getTime() + retryMinutes * 60_000),
+            ...(failures >= FAILURES_BEFORE_ERROR ? { status: "error" as const } : {}),
+          }
+        : { status: "ok" as const, lastError: null, lastErrorCause: null, lastSyncedAt: now, nextSyncAt: new Date(now.getTime() + s.config.billingSyncIntervalMinutes * 60_000) }),
+    })
+    .where(and(eq(billingConnections.id, c.id), eq(billingConnections.claimedBy, workerId)));
+  if (failure) s.log.warn("billing sync failed", { connection_id: c.id, org_id: c.orgId, cause: failure.cause, consecutive_failures: failures });
+  else s.log.info("billing sync done", { connection_id: c.id, org_id: c.orgId, periods_imported: totals.periodsImported, periods_unchanged: totals.periodsUnchanged, rows: totals.rowsImported });
+  return runView(finished!);
+}
+
+async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, totals: RunTotals): Promise<void> {
+  const periods = await reader.periods();
+  totals.periodsSeen = periods.length;
+  const known = new Map(
+    (await queryRows<{ month: string; fingerprint: string }>(s.db, `SELECT to_char(month, 'YYYY-MM') AS month, fingerprint FROM billing_connection_periods WHERE connection_id = $1::uuid`, [c.id])).map((r) => [r.month, r.fingerprint]),
+  );
+  for (const period of periods) {
+    if (known.get(period.month) === period.fingerprint) {
+      totals.periodsUnchanged++;
+      continue;
+    }
+    const rows = await importPeriod(s, c, period);
+    if (rows === null) totals.periodsUnchanged++;
+    else {
+      totals.periodsImported++;
+      totals.rowsImported += rows;
+      totals.bytesRead += period.bytes;
+    }
+  }
+}
+
+/** The period's records, noting whether every row carries an InvoiceId (the provider invoiced the period). */
+function invoicedRecords(period: SourcePeriod, seen: { rows: number; invoiced: number }): AsyncIterable<CsvBatch> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      let invoiceAt = -2;
+      for await (const batch of joinTables(period.tables())) {
+        let from = 0;
+        if (invoiceAt === -2) {
+          invoiceAt = batch.records[0]!.findIndex((h) => h.trim().toLowerCase() === "invoiceid");
+          from = 1;
+        }
+        const recs = batch.records;
+        seen.rows += recs.length - from;
+        if (invoiceAt >= 0) for (let i = from; i < recs.length; i++) if (recs[i]![invoiceAt]) seen.invoiced++;
+        yield batch;
+      }
+    },
+  };
+}
+
+/** Imports one period in one transaction; null when another replica had already imported this version. */
+async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod): Promise<number | null> {
+  const seen = { rows: 0, invoiced: 0 };
+  const month = `${period.month}-01`;
+  try {
+    const result = await importFocus(s.db, c.orgId, { records: invoicedRecords(period, seen) }, {
+      fileName: `${c.name} ${period.month} (${period.files.length} file${period.files.length === 1 ? "" : "s"})`.slice(0, 500),
+      now: s.now(),
+      beforeCommit: async (tx: Tx, result) => {
+        const final = period.final || (seen.rows > 0 && seen.invoiced === seen.rows);
+        const recorded = await queryRows(
+          tx,
+          `INSERT INTO billing_connection_periods (connection_id, month, fingerprint, import_id, rows, final, imported_at)
+           VALUES ($1::uuid, $2::date, $3, $4::uuid, $5, $6, $7::timestamptz)
+           ON CONFLICT (connection_id, month) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, import_id = EXCLUDED.import_id,
+             rows = EXCLUDED.rows, final = EXCLUDED.final, imported_at = EXCLUDED.imported_at
+           WHERE billing_connection_periods.fingerprint IS DISTINCT FROM EXCLUDED.fingerprint
+           RETURNING 1`,
+          [c.id, month, period.fingerprint, result.import_id, result.rows_imported, final, s.now().toISOString()],
+        );
+        // Imports of an org run one at a time; the one before this one already brought this version.
+        if (!recorded.length) throw new PeriodAlreadyCurrent();
+        const providers = [...new Set(result.periods.map((p) => p.provider))];
+        if (final && providers.length) {
+          await queryRows(
+            tx,
+            `UPDATE billing_periods SET status = 'closed', closed_at = COALESCE(closed_at, $4::timestamptz)
+             WHERE org_id = $1::uuid AND provider IN (SELECT json_array_elements_text($2::json)) AND month = $3::date AND status = 'open'`,
+            [c.orgId, JSON.stringify(providers), month, s.now().toISOString()],
+          );
+        }
+      },
+    });
+    return result.rows_imported;
+  } catch (e) {
+    if (e instanceof PeriodAlreadyCurrent) return null;
+    throw e;
+  }
+}
+
+/** An unexpected error for the log: its message and its cause's (a driver error under a query error); never the settings. */
+export function errorText(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = e.cause instanceof Error ? ` (cause: ${e.cause.message})` : "";
+  return `${e.name}: ${e.message.split("\nparams:")[0]}${cause}`;
+}
+
+/** A failure's cause and a message fit for the user (never a credential, never a stack). */
+export function describeFailure(e: unknown): { cause: FailureCause | "internal"; message: string } {
+  if (e instanceof ConnectionFailure) return { cause: e.cause, message: e.message };
+  if (e instanceof FocusFileError) return { cause: /missing required FOCUS column/.test(e.message) ? "not_focus" : "format", message: e.message };
+  if (e instanceof FocusImportRejected) return { cause: "format", message: e.message.slice(0, 2000) };
+  if (e instanceof CsvSyntaxError) return { cause: "format", message: `A file of the export is not valid CSV: ${e.message}.` };
+  const code = (e as { code?: string })?.code;
+  if (typeof code === "string" && /^Z_/.test(code)) return { cause: "format", message: "A file of the export is not valid gzip (truncated or corrupt); the previous data is kept." };
+  return { cause: "internal", message: "The sync failed on our side; the error has been logged and the sync will be retried." };
+}
