@@ -101,31 +101,40 @@ export async function readJsonObjectBody(request: Request, maxBytes: number): Pr
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ValidationError("The request body is invalid: (root) must be a JSON object.", { "(root)": ["must be a JSON object"] });
   }
-  const protoPath = prototypeKeyPath(value, "");
-  if (protoPath !== null) {
-    throw new ValidationError(`The request body is invalid: ${protoPath} is not a known field.`, { [protoPath]: ["is not a known field"] });
-  }
+  const problem = bodyProblem(value, "");
+  if (problem !== null) throw new ValidationError(`The request body is invalid: ${problem.path} ${problem.message}.`, { [problem.path]: [problem.message] });
   return value as Record<string, unknown>;
 }
 
 /**
- * Dotted path of the first `__proto__` key in a parsed JSON value, or null. JSON.parse keeps it
- * as an own key, but the first `obj[key] = …` copy (defaults, merges) turns it into a prototype
- * change and the field silently disappears; no body has such a field, so it is refused.
+ * Longest string a Beta body may hold anywhere (no field allows more than 16,384 characters).
+ * Refused here, before schema validation: Elysia's validation error would print the whole value
+ * (tens of milliseconds on the event loop for a 1 MB string).
  */
-function prototypeKeyPath(value: unknown, path: string): string | null {
+export const MAX_JSON_STRING = 65_536;
+
+/**
+ * The first thing no Beta body may hold, with its dotted path, or null: a `__proto__` key
+ * (JSON.parse keeps it as an own key, but the first `obj[key] = …` copy turns it into a
+ * prototype change and the field silently disappears), or a string or key longer than
+ * MAX_JSON_STRING.
+ */
+function bodyProblem(value: unknown, path: string): { path: string; message: string } | null {
+  // A list of strings is named by its field (`scopes`), as the schema validation names it.
+  if (typeof value === "string") return value.length > MAX_JSON_STRING ? { path: path.replace(/(\.\d+)+$/, "") || "(root)", message: `must hold strings of at most ${MAX_JSON_STRING} characters` } : null;
   if (value === null || typeof value !== "object") return null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = prototypeKeyPath(value[i], path ? `${path}.${i}` : String(i));
+      const found = bodyProblem(value[i], path ? `${path}.${i}` : String(i));
       if (found !== null) return found;
     }
     return null;
   }
   for (const key of Object.keys(value)) {
+    if (key.length > MAX_JSON_STRING) return { path: path || "(root)", message: `has a field name longer than ${MAX_JSON_STRING} characters` };
     const at = path ? `${path}.${key}` : key;
-    if (key === "__proto__") return at;
-    const found = prototypeKeyPath((value as Record<string, unknown>)[key], at);
+    if (key === "__proto__") return { path: at, message: "is not a known field" };
+    const found = bodyProblem((value as Record<string, unknown>)[key], at);
     if (found !== null) return found;
   }
   return null;
