@@ -544,7 +544,6 @@ CREATE TABLE "billing_connection_periods" (
 	"fingerprint" text NOT NULL,
 	"import_id" uuid,
 	"rows" bigint DEFAULT 0 NOT NULL,
-	"final" boolean DEFAULT false NOT NULL,
 	"imported_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "billing_connection_periods_connection_id_month_pk" PRIMARY KEY("connection_id","month")
 );

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Services } from "../lib/services.ts";
+import { errorForLog } from "../lib/log.ts";
 import { supportOutboxJob } from "./support-outbox.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
@@ -32,7 +33,7 @@ export async function jobsPlugin(s: Services) {
         timezone: "UTC",
         protect: true,
         run: () => {
-          job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: e instanceof Error ? e.message : String(e) }));
+          job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
         },
       }),
     ) as any;

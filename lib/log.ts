@@ -27,6 +27,19 @@ export function redact(value: unknown, depth = 0): unknown {
   return out;
 }
 
+/** A query error's text without its parameters (drizzle appends them: values from requests and data). */
+const withoutParams = (message: string) => message.split("\nparams:")[0]!;
+
+/**
+ * What the log keeps of an unexpected error (never sent to a client): its message and that of
+ * its cause, which holds the driver's reason under drizzle's "Failed query".
+ */
+export function errorForLog(e: unknown) {
+  if (!(e instanceof Error)) return String(e);
+  const cause = e.cause instanceof Error ? withoutParams(e.cause.message) : undefined;
+  return { name: e.name, message: withoutParams(e.message), ...(cause ? { cause } : {}), stack: e.stack };
+}
+
 export function createLogger(level: LogLevel = "info", sink: (line: string) => void = (l) => process.stdout.write(l + "\n")): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < ORDER[level]) return;

@@ -18,7 +18,7 @@ import { rebuildBillingSummaries } from "./summaries.ts";
 import { memoryBudget } from "../adapters/gc.ts";
 import { openCopyIn } from "../db/copyIn.ts";
 import { INSERT_COLUMNS } from "./focusRow.ts";
-import { FocusFileError, focusSource, type FocusRecords } from "./focusSource.ts";
+import { FocusFileError, focusSource, NotFocusError, type FocusRecords } from "./focusSource.ts";
 
 export { parseFocusTimestamp } from "./focusRow.ts";
 
@@ -57,6 +57,8 @@ export interface ImportResult {
   rejects: { line: number; errors: string[] }[];
   /** (provider, billing account, month) replaced by this import. */
   periods: { provider: Provider; billing_account_id: string; month: string }[];
+  /** (provider, month) the file closes: BillingPeriodStatus "closed", or an InvoiceId on every row. */
+  periods_closed: { provider: Provider; month: string }[];
   /** Rows of earlier imports replaced (deleted) for those periods. */
   rows_replaced: number;
   accounts_discovered: number;
@@ -73,7 +75,7 @@ export class FocusImportRejected extends Error {
   }
 }
 
-export { FocusFileError, type FocusRecords };
+export { FocusFileError, NotFocusError, type FocusRecords };
 
 
 /**
@@ -163,7 +165,8 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
          SELECT count(*) AS n FROM d`,
         [orgId, JSON.stringify(periodList), importId],
       );
-      replaced = Number(del[0]?.n ?? 0);      await queryRows(
+      replaced = Number(del[0]?.n ?? 0);
+      await queryRows(
         tx,
         `INSERT INTO billing_periods (org_id, provider, month, status)
          SELECT DISTINCT $1::uuid, p.provider, p.month, 'open' FROM json_to_recordset($2::json) AS p(provider text, month date)
@@ -217,6 +220,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
       rows_rejected: rejected,
       rejects,
       periods: periodList,
+      periods_closed: closed as { provider: Provider; month: string }[],
       rows_replaced: replaced,
       accounts_discovered: accountList.length,
       commitments_upserted: commitmentsUpserted,

@@ -151,6 +151,8 @@ export interface EncodedRow {
   accountName: string | null;
   commitmentId: string | null;
   billingPeriodClosed: boolean;
+  /** The row carries an InvoiceId (the charge is invoiced); null when the file has no InvoiceId column. */
+  invoiced: boolean | null;
   /** What the report summaries add up. */
   summary: SummaryInput;
 }
@@ -172,6 +174,8 @@ export interface Layout {
   special: Record<(typeof SPECIAL)[number] | "x_InstanceType", [number, string | undefined]>;
   /** Columns kept in `extra` (x_ and other non-report columns): JSON-encoded key + ":", position. */
   extraCols: [string, number][];
+  /** Position of InvoiceId (-1: absent). It is stored in `extra`; read here because it closes periods. */
+  invoiceAt: number;
   /** ProviderName, BillingPeriodStart, BillingPeriodEnd must not be null (in the file or defaulted). */
   specialNotNull: [boolean, boolean, boolean];
   /** No default holds a character COPY escapes. */
@@ -201,6 +205,7 @@ export function layoutOf(header: string[], defaults: Record<string, string>, ids
       x_InstanceType: specialOf("x_InstanceType"),
     },
     extraCols: header.map((h, i) => [`${JSON.stringify(h)}:`, i] as [string, number]).filter(([h]) => !CANONICAL.has(JSON.parse(h.slice(0, -1)).toLowerCase())),
+    invoiceAt: at("InvoiceId"),
     specialNotNull: [required.includes("ProviderName"), required.includes("BillingPeriodStart"), required.includes("BillingPeriodEnd")],
     defaultsPlain: Object.values(defaults).every((v) => !COPY_SPECIAL.test(v)),
     orgId: ids.orgId,
@@ -399,6 +404,7 @@ export function encodeFocusRow(fields: string[], layout: Layout, plain: boolean)
     accountName,
     commitmentId,
     billingPeriodClosed: periodStatus !== null && periodStatus.toLowerCase() === "closed",
+    invoiced: layout.invoiceAt < 0 ? null : !isNull(fields[layout.invoiceAt]),
     summary: {
       provider: provider!,
       billingAccountId,

@@ -9,6 +9,9 @@ import { FocusImportState, type BatchOutcome } from "./importState.ts";
 /** The file is not what an import can read (not CSV, no header, missing columns). */
 export class FocusFileError extends Error {}
 
+/** A readable table whose header lacks FOCUS's required columns: another format (e.g. a legacy CUR). */
+export class NotFocusError extends FocusFileError {}
+
 export interface FocusSource {
   /** Set once the header was read (null for an empty file). */
   header: string[] | null;
@@ -36,7 +39,7 @@ export function headerOf(fields: string[], defaults: Record<string, string>): st
   });
   const present = new Set(header);
   const missing = REQUIRED_HEADERS.filter((c) => !present.has(c) && defaults[c] === undefined);
-  if (missing.length) throw new FocusFileError(`The file is missing required FOCUS column(s): ${missing.join(", ")}.`);
+  if (missing.length) throw new NotFocusError(`The file is missing required FOCUS column(s): ${missing.join(", ")}.`);
   return header;
 }
 

@@ -44,6 +44,8 @@ const MAX_COMMITMENT_IDS = 100_000;
 export class FocusImportState {
   private readonly periods = new Map<string, ImportPeriod>();
   private readonly closedPeriods = new Set<string>();
+  /** (provider, month) → every row so far carries an InvoiceId (files with that column only). */
+  private readonly invoicedPeriods = new Map<string, boolean>();
   private readonly accounts = new Map<string, DiscoveredAccount>();
   private readonly commitmentIds = new Set<string>();
   readonly summaries: SummaryAccumulator;
@@ -82,6 +84,13 @@ export class FocusImportState {
         if (!this.periods.has(pkey)) this.periods.set(detach(pkey), { provider: m.provider, billing_account_id: detach(m.billingAccountId), month: m.month });
       }
       if (m.billingPeriodClosed && !(last?.billingPeriodClosed && last.provider === m.provider && last.month === m.month)) this.closedPeriods.add(`${m.provider}\u0000${m.month}`);
+      // Within a run of rows of one period, only an invoiced row after uninvoiced ones changes nothing; skip the key then too.
+      if (m.invoiced !== null && !(last && last.provider === m.provider && last.month === m.month && (m.invoiced || last.invoiced === false))) {
+        const ikey = `${m.provider}\u0000${m.month}`;
+        const all = this.invoicedPeriods.get(ikey);
+        if (all === undefined) this.invoicedPeriods.set(ikey, m.invoiced);
+        else if (all && !m.invoiced) this.invoicedPeriods.set(ikey, false);
+      }
       if (!last || last.provider !== m.provider || last.accountId !== m.accountId) {
         const akey = `${m.provider}\u0000${m.accountId}`;
         if (!this.accounts.has(akey))
@@ -112,8 +121,11 @@ export class FocusImportState {
     return [...this.periods.values()];
   }
 
+  /** Periods the file closes: rows with BillingPeriodStatus "closed", or an InvoiceId on every row (the provider invoiced the month). */
   closedPeriodList(): { provider: string; month: string }[] {
-    return [...this.closedPeriods].map((k) => {
+    const closed = new Set(this.closedPeriods);
+    for (const [k, all] of this.invoicedPeriods) if (all) closed.add(k);
+    return [...closed].map((k) => {
       const [provider, month] = k.split("\u0000");
       return { provider: provider!, month: month! };
     });

@@ -3,7 +3,9 @@
  * and their limits. Used to check input from the API, the CLI and the MCP tools alike.
  */
 import { ValidationError, type FieldErrors } from "../errors.ts";
-import type { ConnectionKind } from "./source.ts";
+import { ConnectionFailure, type ConnectionKind } from "./source.ts";
+import { isInternalHost } from "../hosts.ts";
+import { parseServiceAccountKey } from "./gcpKey.ts";
 
 interface FieldSpec {
   required?: boolean;
@@ -70,23 +72,17 @@ function checkFields(where: string, specs: Record<string, FieldSpec>, values: Re
   }
 }
 
-/** A host that is this machine or its private network, written as such (names resolving there are not caught here). */
-function privateHost(url: string): boolean {
-  let host: string;
+/** The URL's host is this machine or a private network (not a URL at all: false, the pattern check reports it). */
+function internalUrl(url: string): boolean {
   try {
-    host = new URL(url).hostname.toLowerCase().replace(/^\[|\]$/g, "");
+    return isInternalHost(new URL(url).hostname);
   } catch {
     return false;
   }
-  if (host === "localhost" || host.endsWith(".localhost") || host === "0.0.0.0" || host === "::" || host === "::1") return true;
-  if (/^(fc|fd|fe8|fe9|fea|feb)[0-9a-f]*:/.test(host) || host.startsWith("::ffff:")) return true;
-  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(host);
-  if (!v4) return false;
-  const [a, b] = [Number(v4[1]), Number(v4[2])];
-  return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
 }
 
 const URL_FIELDS = ["endpoint_url", "storage_account_url"];
+const PRIVATE_ENDPOINT = "must not point at a loopback, private or link-local address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)";
 
 /** The stored config and secrets of a kind, or a 422 naming each wrong field. Nulls remove a field. */
 export function checkSettings(
@@ -104,21 +100,18 @@ export function checkSettings(
   for (const [name, spec] of Object.entries(CONFIG_FIELDS[kind])) if (spec.required && !c[name] && !errors[`config.${name}`]) errors[`config.${name}`] = ["is required"];
   if (!opts.allowPrivateEndpoints) {
     for (const f of URL_FIELDS) {
-      if (c[f] && !errors[`config.${f}`] && privateHost(c[f]!)) errors[`config.${f}`] = ["must not point at a loopback, private or link-local address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)"];
+      if (c[f] && !errors[`config.${f}`] && internalUrl(c[f]!)) errors[`config.${f}`] = [PRIVATE_ENDPOINT];
     }
   }
   if (kind === "aws_data_exports" && !!c.access_key_id !== !!s.secret_access_key) errors["secrets.secret_access_key"] = ["goes with config.access_key_id: give both or neither"];
   if (kind === "azure_cost_exports" && s.client_secret && !(c.tenant_id && c.client_id)) errors["config.client_id"] = ["a client_secret needs config.tenant_id and config.client_id"];
   if (kind === "gcp_bigquery_focus" && s.service_account_key && !opts.storedSecrets) {
-    let key: unknown;
     try {
-      key = JSON.parse(s.service_account_key);
-    } catch {
-      key = null;
-    }
-    const k = key as Record<string, unknown> | null;
-    if (!k || typeof k !== "object" || typeof k.client_email !== "string" || typeof k.private_key !== "string") {
-      errors["secrets.service_account_key"] = ["must be a service-account key file (JSON with client_email and private_key)"];
+      const key = parseServiceAccountKey(s.service_account_key);
+      if (!opts.allowPrivateEndpoints && key.token_uri && internalUrl(key.token_uri)) errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`];
+    } catch (e) {
+      if (!(e instanceof ConnectionFailure)) throw e;
+      errors["secrets.service_account_key"] = [e.message];
     }
   }
   if (Object.keys(errors).length) throw new ValidationError("The connection's settings are not valid.", errors);

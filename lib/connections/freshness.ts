@@ -1,5 +1,6 @@
 import type { DbOrTx } from "../db/index.ts";
 import { queryRows } from "../billing/sql.ts";
+import { KIND_PROVIDER } from "./kinds.ts";
 
 export interface ConnectionFreshness {
   name: string;
@@ -26,13 +27,17 @@ export async function connectionFreshness(db: DbOrTx, orgId: string): Promise<Co
             to_char(c.next_sync_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS next_sync_at,
             to_char(p.month, 'YYYY-MM') AS newest_month,
             to_char(p.imported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS newest_month_imported_at,
-            (SELECT string_agg(to_char(f.month, 'YYYY-MM'), ',' ORDER BY f.month) FROM billing_connection_periods f WHERE f.connection_id = c.id AND f.final) AS closed_months,
+            (SELECT string_agg(to_char(f.month, 'YYYY-MM'), ',' ORDER BY f.month)
+             FROM billing_connection_periods f
+             JOIN billing_periods bp ON bp.org_id = c.org_id AND bp.provider = k.provider AND bp.month = f.month AND bp.status = 'closed'
+             WHERE f.connection_id = c.id) AS closed_months,
             c.last_error_cause
      FROM billing_connections c
+     JOIN json_each_text($2::json) AS k(kind, provider) ON k.kind = c.kind
      LEFT JOIN LATERAL (SELECT month, imported_at FROM billing_connection_periods WHERE connection_id = c.id ORDER BY month DESC LIMIT 1) p ON true
      WHERE c.org_id = $1::uuid
      ORDER BY c.created_at, c.id`,
-    [orgId],
+    [orgId, JSON.stringify(KIND_PROVIDER)],
   );
   return rows.map((r) => ({ ...r, closed_months: r.closed_months ? r.closed_months.split(",") : [] }));
 }

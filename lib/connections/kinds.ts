@@ -2,7 +2,11 @@
  * The fields of each connection kind (DESIGN §13). `config` is shown back to the user; `secrets`
  * are write-only: encrypted at rest, never in a response or a log.
  */
+import type { Provider } from "../billing/sql.ts";
 import type { ConnectionKind } from "./source.ts";
+
+/** The provider whose billing data each kind brings. */
+export const KIND_PROVIDER: Record<ConnectionKind, Provider> = { aws_data_exports: "aws", azure_cost_exports: "azure", gcp_bigquery_focus: "gcp" };
 
 export interface AwsConfig {
   bucket: string;

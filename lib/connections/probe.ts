@@ -7,7 +7,8 @@ import { headerOf } from "../billing/focusSource.ts";
 import { secretBoxOf } from "../secrets/index.ts";
 import { getConnectionRow, settingsOf } from "./service.ts";
 import { readerFor } from "./readers/index.ts";
-import { describeFailure, errorText } from "./sync.ts";
+import { describeFailure } from "./sync.ts";
+import { errorForLog } from "../log.ts";
 import { ConnectionFailure, type ExportReader } from "./source.ts";
 
 export interface ConnectionTestResult {
@@ -37,7 +38,7 @@ export async function testConnection(s: Services, orgId: string, id: string): Pr
     return { ok: true, cause: null, message: `Connected: ${found.length} billing period(s), the newest (${newest.month}) in FOCUS format.`, periods, columns };
   } catch (e) {
     const f = describeFailure(reader?.explain?.(e) ?? e);
-    if (f.cause === "internal") s.log.error("billing connection test failed", { connection_id: c.id, error: errorText(e) });
+    if (f.cause === "internal") s.log.error("billing connection test failed", { connection_id: c.id, error: errorForLog(e) });
     return { ok: false, cause: f.cause, message: f.message, periods, columns: [] };
   } finally {
     await Promise.resolve(reader?.close?.()).catch(() => {});

@@ -3,9 +3,10 @@
  * and never returned. Shared by the HTTP routes, the CLI and the MCP tools.
  */
 import { and, desc, eq } from "drizzle-orm";
-import { billingConnectionPeriods, billingConnectionRuns, billingConnections } from "../db/schema/index.ts";
+import { billingConnectionRuns, billingConnections } from "../db/schema/index.ts";
 import type { DbOrTx } from "../db/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
+import { pgErrorCode } from "../db/index.ts";
 import type { SecretBox } from "../secrets/secretBox.ts";
 import { checkSettings } from "./fields.ts";
 import type { ConnectionSettings } from "./kinds.ts";
@@ -34,7 +35,8 @@ export interface ConnectionPatch {
   secrets?: Record<string, unknown>;
 }
 
-export function connectionView(c: ConnectionRow) {
+/** `now`: the service clock, against which the sync lease is taken. */
+export function connectionView(c: ConnectionRow, now: Date) {
   return {
     id: c.id,
     name: c.name,
@@ -49,7 +51,7 @@ export function connectionView(c: ConnectionRow) {
     consecutive_failures: c.consecutiveFailures,
     last_synced_at: iso(c.lastSyncedAt),
     next_sync_at: iso(c.nextSyncAt),
-    syncing: !!c.claimedUntil && c.claimedUntil.getTime() > Date.now(),
+    syncing: !!c.claimedUntil && c.claimedUntil.getTime() > now.getTime(),
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
   };
@@ -90,25 +92,24 @@ function sealSecrets(box: SecretBox, c: { id: string; orgId: string }, secrets: 
   return { secretCiphertext: sealed.ciphertext, secretKeyId: sealed.keyId, secretFields: Object.keys(secrets).sort() };
 }
 
-function nameTaken(e: unknown): boolean {
-  const code = (e as { code?: string; cause?: { code?: string } })?.code ?? (e as { cause?: { code?: string } })?.cause?.code;
-  return code === "23505";
-}
+const nameTaken = (e: unknown) => pgErrorCode(e) === "23505";
+const nameTakenError = (name: string) => new ConflictError(`A billing connection named "${name}" already exists in this organization.`, "connection_name_taken");
+const notFound = () => new NotFoundError("No billing connection with this id in this organization.", "connection_not_found");
+const ofOrg = (orgId: string, id: string) => and(eq(billingConnections.orgId, orgId), eq(billingConnections.id, id));
 
 export async function getConnectionRow(db: DbOrTx, orgId: string, id: string): Promise<ConnectionRow> {
-  const [c] = await db.select().from(billingConnections).where(and(eq(billingConnections.orgId, orgId), eq(billingConnections.id, id)));
-  if (!c) throw new NotFoundError("No billing connection with this id in this organization.", "connection_not_found");
+  const [c] = await db.select().from(billingConnections).where(ofOrg(orgId, id));
+  if (!c) throw notFound();
   return c;
 }
 
-export async function listConnections(db: DbOrTx, orgId: string): Promise<ConnectionView[]> {
+export async function listConnections(db: DbOrTx, orgId: string, now: Date): Promise<ConnectionView[]> {
   const rows = await db.select().from(billingConnections).where(eq(billingConnections.orgId, orgId)).orderBy(billingConnections.createdAt, billingConnections.id);
-  return rows.map((c) => connectionView(c));
+  return rows.map((c) => connectionView(c, now));
 }
 
-export async function getConnection(db: DbOrTx, orgId: string, id: string): Promise<ConnectionView> {
-  const c = await getConnectionRow(db, orgId, id);
-  return connectionView(c);
+export async function getConnection(db: DbOrTx, orgId: string, id: string, now: Date): Promise<ConnectionView> {
+  return connectionView(await getConnectionRow(db, orgId, id), now);
 }
 
 export interface WriteOptions {
@@ -126,9 +127,9 @@ export async function createConnection(db: DbOrTx, box: SecretBox, orgId: string
       .insert(billingConnections)
       .values({ id, orgId, name, kind: input.kind, config, enabled: input.enabled ?? true, nextSyncAt: now, createdAt: now, updatedAt: now, ...sealSecrets(box, { id, orgId }, secrets) })
       .returning();
-    return connectionView(c!);
+    return connectionView(c!, now);
   } catch (e) {
-    if (nameTaken(e)) throw new ConflictError(`A billing connection named "${name}" already exists in this organization.`, "connection_name_taken");
+    if (nameTaken(e)) throw nameTakenError(name);
     throw e;
   }
 }
@@ -136,8 +137,8 @@ export async function createConnection(db: DbOrTx, box: SecretBox, orgId: string
 /** Fields given replace the stored ones, null removes one; secrets are merged the same way, sealed again. */
 export async function updateConnection(db: DbOrTx, box: SecretBox, orgId: string, id: string, patch: ConnectionPatch, { now, allowPrivateEndpoints }: WriteOptions): Promise<ConnectionView> {
   return db.transaction(async (tx) => {
-    const [c] = await tx.select().from(billingConnections).where(and(eq(billingConnections.orgId, orgId), eq(billingConnections.id, id))).for("update");
-    if (!c) throw new NotFoundError("No billing connection with this id in this organization.", "connection_not_found");
+    const [c] = await tx.select().from(billingConnections).where(ofOrg(orgId, id)).for("update");
+    if (!c) throw notFound();
     const config = { ...(c.config as object), ...(patch.config ?? {}) };
     // Without new secrets the stored ones stay sealed: only which are set matters to the checks.
     const { config: checked, secrets } = patch.secrets
@@ -160,9 +161,9 @@ export async function updateConnection(db: DbOrTx, box: SecretBox, orgId: string
         })
         .where(eq(billingConnections.id, id))
         .returning();
-      return connectionView(u!);
+      return connectionView(u!, now);
     } catch (e) {
-      if (nameTaken(e)) throw new ConflictError(`A billing connection named "${name}" already exists in this organization.`, "connection_name_taken");
+      if (nameTaken(e)) throw nameTakenError(name ?? c.name);
       throw e;
     }
   });
@@ -170,8 +171,8 @@ export async function updateConnection(db: DbOrTx, box: SecretBox, orgId: string
 
 /** Deletes the connection and its run history; the billing data it imported stays. */
 export async function deleteConnection(db: DbOrTx, orgId: string, id: string): Promise<void> {
-  const gone = await db.delete(billingConnections).where(and(eq(billingConnections.orgId, orgId), eq(billingConnections.id, id))).returning({ id: billingConnections.id });
-  if (!gone.length) throw new NotFoundError("No billing connection with this id in this organization.", "connection_not_found");
+  const gone = await db.delete(billingConnections).where(ofOrg(orgId, id)).returning({ id: billingConnections.id });
+  if (!gone.length) throw notFound();
 }
 
 export async function listRuns(db: DbOrTx, orgId: string, id: string, limit = 100): Promise<RunView[]> {

@@ -33,8 +33,6 @@ export interface SourcePeriod {
   month: string;
   /** Changes whenever the period's data changes (manifest, ETags, sizes, last-modified). */
   fingerprint: string;
-  /** The provider says the period is invoiced (final manifest / closed invoice). */
-  final: boolean;
   /** Bytes the period's files hold (0 when unknown, e.g. a query). */
   bytes: number;
   /** Files (or queries) of the period, for run records and messages. */

@@ -2,7 +2,8 @@
  * Billing sync: each due connection is claimed by one replica (a lease in its row, renewed while
  * it runs), its export's periods are listed, and each period whose fingerprint differs from the
  * one last imported goes through the FOCUS import — one transaction that replaces the period and
- * records the new fingerprint, so a failed or killed sync leaves the previous data in place.
+ * records the new fingerprint, so a failed or killed sync leaves the previous data in place (and
+ * closes the periods the provider invoiced, as any import does).
  * Failures are recorded on the run, retried with backoff, and after repeated ones the connection
  * shows `status: error`.
  */
@@ -11,8 +12,9 @@ import { randomUUID } from "node:crypto";
 import type { Services } from "../services.ts";
 import type { Tx } from "../db/index.ts";
 import { queryRows } from "../billing/sql.ts";
-import { FocusFileError, FocusImportRejected, importFocus } from "../billing/focus.ts";
-import { CsvSyntaxError, type CsvBatch } from "../billing/csvReader.ts";
+import { FocusFileError, FocusImportRejected, importFocus, NotFocusError } from "../billing/focus.ts";
+import { CsvSyntaxError } from "../billing/csvReader.ts";
+import { errorForLog } from "../log.ts";
 import { secretBoxOf } from "../secrets/index.ts";
 import { getConnectionRow, runView, settingsOf, type ConnectionRow, type RunRow, type RunView } from "./service.ts";
 import { readerFor } from "./readers/index.ts";
@@ -63,24 +65,24 @@ export async function requestSync(s: Services, orgId: string, connectionId: stri
 /** Claims the next due connection for this worker, or null. Due: enabled and its time has come, or a sync was asked for. */
 async function claimDue(s: Services, workerId: string, leaseSeconds: number, connectionId?: string): Promise<ConnectionRow | null> {
   const now = s.now();
-  const until = new Date(now.getTime() + leaseSeconds * 1000);
-  const rows = await queryRows<{ id: string }>(
-    s.db,
-    `UPDATE billing_connections SET claimed_by = $1, claimed_until = $2::timestamptz
-     WHERE id = (
-       SELECT c.id FROM billing_connections c
-       WHERE (c.claimed_until IS NULL OR c.claimed_until < $3::timestamptz) AND ($4::uuid IS NULL OR c.id = $4::uuid)
-         AND ((c.enabled AND c.next_sync_at <= $3::timestamptz)
-              OR EXISTS (SELECT 1 FROM billing_connection_runs r WHERE r.connection_id = c.id AND r.status = 'queued'))
-       ORDER BY c.next_sync_at, c.id
-       LIMIT 1
-       FOR UPDATE SKIP LOCKED)
-     RETURNING id`,
-    [workerId, until.toISOString(), now.toISOString(), connectionId ?? null],
-  );
-  if (!rows[0]) return null;
-  const [c] = await s.db.select().from(billingConnections).where(eq(billingConnections.id, rows[0].id));
-  return c ?? null;
+  const [claimed] = await s.db
+    .update(billingConnections)
+    .set({ claimedBy: workerId, claimedUntil: new Date(now.getTime() + leaseSeconds * 1000) })
+    .where(
+      eq(
+        billingConnections.id,
+        sql`(SELECT c.id FROM billing_connections c
+             WHERE (c.claimed_until IS NULL OR c.claimed_until < ${now.toISOString()}::timestamptz)
+               AND (${connectionId ?? null}::uuid IS NULL OR c.id = ${connectionId ?? null}::uuid)
+               AND ((c.enabled AND c.next_sync_at <= ${now.toISOString()}::timestamptz)
+                    OR EXISTS (SELECT 1 FROM billing_connection_runs r WHERE r.connection_id = c.id AND r.status = 'queued'))
+             ORDER BY c.next_sync_at, c.id
+             LIMIT 1
+             FOR UPDATE SKIP LOCKED)`,
+      ),
+    )
+    .returning();
+  return claimed ?? null;
 }
 
 /** Syncs due connections one after another until none is due (or `limit` were synced). */
@@ -140,7 +142,7 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
     await syncPeriods(s, c, reader, totals);
   } catch (e) {
     failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
-    if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorText(e) });
+    if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorForLog(e) });
   } finally {
     clearInterval(renew);
     await Promise.resolve(reader?.close?.()).catch(() => {});
@@ -195,57 +197,25 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
   }
 }
 
-/** The period's records, noting whether every row carries an InvoiceId (the provider invoiced the period). */
-function invoicedRecords(period: SourcePeriod, seen: { rows: number; invoiced: number }): AsyncIterable<CsvBatch> {
-  return {
-    async *[Symbol.asyncIterator]() {
-      let invoiceAt = -2;
-      for await (const batch of joinTables(period.tables())) {
-        let from = 0;
-        if (invoiceAt === -2) {
-          invoiceAt = batch.records[0]!.findIndex((h) => h.trim().toLowerCase() === "invoiceid");
-          from = 1;
-        }
-        const recs = batch.records;
-        seen.rows += recs.length - from;
-        if (invoiceAt >= 0) for (let i = from; i < recs.length; i++) if (recs[i]![invoiceAt]) seen.invoiced++;
-        yield batch;
-      }
-    },
-  };
-}
-
 /** Imports one period in one transaction; null when another replica had already imported this version. */
 async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod): Promise<number | null> {
-  const seen = { rows: 0, invoiced: 0 };
-  const month = `${period.month}-01`;
   try {
-    const result = await importFocus(s.db, c.orgId, { records: invoicedRecords(period, seen) }, {
+    const result = await importFocus(s.db, c.orgId, { records: joinTables(period.tables()) }, {
       fileName: `${c.name} ${period.month} (${period.files.length} file${period.files.length === 1 ? "" : "s"})`.slice(0, 500),
       now: s.now(),
       beforeCommit: async (tx: Tx, result) => {
-        const final = period.final || (seen.rows > 0 && seen.invoiced === seen.rows);
         const recorded = await queryRows(
           tx,
-          `INSERT INTO billing_connection_periods (connection_id, month, fingerprint, import_id, rows, final, imported_at)
-           VALUES ($1::uuid, $2::date, $3, $4::uuid, $5, $6, $7::timestamptz)
+          `INSERT INTO billing_connection_periods (connection_id, month, fingerprint, import_id, rows, imported_at)
+           VALUES ($1::uuid, $2::date, $3, $4::uuid, $5, $6::timestamptz)
            ON CONFLICT (connection_id, month) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, import_id = EXCLUDED.import_id,
-             rows = EXCLUDED.rows, final = EXCLUDED.final, imported_at = EXCLUDED.imported_at
+             rows = EXCLUDED.rows, imported_at = EXCLUDED.imported_at
            WHERE billing_connection_periods.fingerprint IS DISTINCT FROM EXCLUDED.fingerprint
            RETURNING 1`,
-          [c.id, month, period.fingerprint, result.import_id, result.rows_imported, final, s.now().toISOString()],
+          [c.id, `${period.month}-01`, period.fingerprint, result.import_id, result.rows_imported, s.now().toISOString()],
         );
         // Imports of an org run one at a time; the one before this one already brought this version.
         if (!recorded.length) throw new PeriodAlreadyCurrent();
-        const providers = [...new Set(result.periods.map((p) => p.provider))];
-        if (final && providers.length) {
-          await queryRows(
-            tx,
-            `UPDATE billing_periods SET status = 'closed', closed_at = COALESCE(closed_at, $4::timestamptz)
-             WHERE org_id = $1::uuid AND provider IN (SELECT json_array_elements_text($2::json)) AND month = $3::date AND status = 'open'`,
-            [c.orgId, JSON.stringify(providers), month, s.now().toISOString()],
-          );
-        }
       },
     });
     return result.rows_imported;
@@ -255,17 +225,10 @@ async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod)
   }
 }
 
-/** An unexpected error for the log: its message and its cause's (a driver error under a query error); never the settings. */
-export function errorText(e: unknown): string {
-  if (!(e instanceof Error)) return String(e);
-  const cause = e.cause instanceof Error ? ` (cause: ${e.cause.message})` : "";
-  return `${e.name}: ${e.message.split("\nparams:")[0]}${cause}`;
-}
-
 /** A failure's cause and a message fit for the user (never a credential, never a stack). */
 export function describeFailure(e: unknown): { cause: FailureCause | "internal"; message: string } {
   if (e instanceof ConnectionFailure) return { cause: e.cause, message: e.message };
-  if (e instanceof FocusFileError) return { cause: /missing required FOCUS column/.test(e.message) ? "not_focus" : "format", message: e.message };
+  if (e instanceof FocusFileError) return { cause: e instanceof NotFocusError ? "not_focus" : "format", message: e.message };
   if (e instanceof FocusImportRejected) return { cause: "format", message: e.message.slice(0, 2000) };
   if (e instanceof CsvSyntaxError) return { cause: "format", message: `A file of the export is not valid CSV: ${e.message}.` };
   const code = (e as { code?: string })?.code;

@@ -39,23 +39,22 @@ export function csvTable(bytes: AsyncIterable<Uint8Array>): RecordTable {
 export async function* joinTables(tables: AsyncIterable<RecordTable>): AsyncGenerator<CsvBatch> {
   let header: string[] | null = null;
   for await (const table of tables) {
+    // undefined: this table's header not seen yet; null: its columns are the first table's, in order.
     let order: number[] | null | undefined;
     for await (const batch of table) {
-      let records = batch.records;
-      let lines = batch.lines;
+      if (!header) {
+        header = batch.records[0]!;
+        order = null;
+        yield batch;
+        continue;
+      }
+      let { records, lines } = batch;
       if (order === undefined) {
-        const own = records[0]!;
+        order = reorder(header, records[0]!);
         records = records.slice(1);
         lines = lines.slice(1);
-        if (!header) {
-          header = own;
-          order = null;
-          yield { records: [own, ...records], lines: [1, ...lines], plain: batch.plain };
-          continue;
-        }
-        order = reorder(header, own);
       }
-      if (order) records = records.map((r) => order!.map((i) => (i < 0 ? "" : r[i] ?? "")));
+      if (order) records = records.map((r) => order!.map((i) => r[i] ?? ""));
       if (records.length) yield { records, lines, plain: batch.plain };
     }
   }

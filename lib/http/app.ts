@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
 import { registerFormats } from "./formats.ts";
 import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError } from "../errors.ts";
-import { classifyError, errorForLog } from "./classifyError.ts";
+import { classifyError } from "./classifyError.ts";
+import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";

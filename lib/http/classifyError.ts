@@ -15,8 +15,3 @@ export function classifyError(e: unknown): { error: AppError; internal: boolean 
   }
   return { error: new InternalError(), internal: true };
 }
-
-/** What the log keeps of an unexpected error (never sent to a client). */
-export function errorForLog(e: unknown) {
-  return e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e);
-}

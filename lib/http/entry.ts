@@ -1,7 +1,6 @@
 import { errorResponse } from "./errorBody.ts";
 import { BadRequestError, InternalError } from "../errors.ts";
-import { errorForLog } from "./classifyError.ts";
-import type { Logger } from "../log.ts";
+import { errorForLog, type Logger } from "../log.ts";
 
 /** Any origin of 11+ characters works for Elysia's path slicing; `.invalid` never resolves (RFC 6761). */
 const CANONICAL_ORIGIN = "http://host.invalid";

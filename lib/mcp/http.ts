@@ -12,7 +12,8 @@ import type { Principal } from "../auth/principal.ts";
 import { AppError, ForbiddenError, MethodNotAllowedError, UnauthorizedError } from "../errors.ts";
 import { readBodyBytes, refuseDeepJson } from "../http/jsonBody.ts";
 import { errorResponse } from "../http/errorBody.ts";
-import { classifyError, errorForLog } from "../http/classifyError.ts";
+import { classifyError } from "../http/classifyError.ts";
+import { errorForLog } from "../log.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
 import type { Services } from "../services.ts";
 

@@ -5,13 +5,13 @@ import { SCOPES, isScope } from "../auth/scopes.ts";
 import { newSecret } from "../auth/tokens.ts";
 import { OAuthError } from "./errors.ts";
 import { CLIENT_ID_PREFIX } from "./secrets.ts";
+import { LOOPBACK_HOSTS } from "../hosts.ts";
 
 export type OAuthClient = typeof oauthClients.$inferSelect;
 
 const MAX_REDIRECT_URIS = 10;
 const MAX_URI_LENGTH = 2000;
 const MAX_NAME_CODE_POINTS = 200;
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 // Whitespace and C0/C1 control characters: the URL parser silently drops or encodes them.
 const WHITESPACE_OR_CONTROL = /[\s\u0000-\u001f\u007f-\u009f]/u;

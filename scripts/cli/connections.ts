@@ -66,7 +66,7 @@ export const connectionCommands: CliCommand[] = [
     summary: "List an organization's billing connections and their freshness",
     usage: "connections list --org ORG_ID [--json]",
     options: { org: { type: "string" } },
-    run: (s, v) => listConnections(s.db, org(v)),
+    run: (s, v) => listConnections(s.db, org(v), s.now()),
     human: (rows: ConnectionView[]) =>
       rows.length
         ? rows.map((c) => `${c.id}  ${c.kind.padEnd(19)} ${c.status.padEnd(8)} last sync ${c.last_synced_at ?? "never"}  ${c.name}${c.last_error ? `\n    last error (${c.last_error_cause}): ${c.last_error}` : ""}`).join("\n")

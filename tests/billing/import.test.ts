@@ -164,6 +164,22 @@ describeEachDb("FOCUS import", (driver) => {
     expect(err.message).toContain("ProviderName");
   });
 
+  test("a provider's month with an InvoiceId on every row is closed by the import (any import, file or sync); one uninvoiced row keeps it open", async () => {
+    const org = await t.newOrg();
+    const row = (provider: string, month: string) => ({ ProviderName: provider, BillingPeriodStart: `${month}-01T00:00:00Z`, BillingPeriodEnd: `${month}-28T00:00:00Z`, ChargePeriodStart: `${month}-02T00:00:00Z`, ChargePeriodEnd: `${month}-02T01:00:00Z`, BilledCost: 1, EffectiveCost: 1, ListCost: 1, ContractedCost: 1 });
+    const rows = [row("AWS", "2023-01"), row("AWS", "2023-01"), row("Microsoft", "2023-01"), row("Microsoft", "2023-01"), row("AWS", "2023-02")];
+    // AWS January and February invoiced on every row, Azure January not on its second row.
+    const invoices = ["INV-1", "INV-1", "INV-9", "", "INV-2"];
+    const [head, ...lines] = focusCsv(rows).trimEnd().split("\n");
+    const csv = [`${head},InvoiceId`, ...lines.map((l, i) => `${l},${invoices[i]}`)].join("\n") + "\n";
+    const r = await importCsvText(t, org.id, csv, { now: NOW });
+    expect(r.periods_closed.map((p) => [p.provider, String(p.month).slice(0, 7)]).sort()).toEqual([["aws", "2023-01"], ["aws", "2023-02"]]);
+    expect((await listBillingPeriods(t.s.db, org.id)).map((p) => [p.provider, p.month, p.status]).sort()).toEqual([["aws", "2023-01-01", "closed"], ["aws", "2023-02-01", "closed"], ["azure", "2023-01-01", "open"]]);
+    // Without the column nothing is closed.
+    const other = await t.newOrg();
+    expect((await importCsvText(t, other.id, focusCsv(rows), { now: NOW })).periods_closed).toEqual([]);
+  });
+
   test("linked accounts feed the reports' account names", async () => {
     const org = await t.newOrg();
     await importCsvText(t, org.id, focusCsv([{ SubAccountId: "111", SubAccountName: "Payments", BillingPeriodStart: "2026-06-01T00:00:00Z", ChargePeriodStart: "2026-06-02T00:00:00Z", ChargePeriodEnd: "2026-06-02T01:00:00Z", BilledCost: "3", EffectiveCost: "3", ListCost: "3", ContractedCost: "3" }]));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import { describeEachDb } from "../helpers/db.ts";
@@ -268,20 +268,34 @@ describeEachDb("billing connections: AWS Data Exports in S3", (driver) => {
     expect(JSON.stringify(bad.body)).toContain("config.tenant_id");
     // The service's own network is out of reach unless the operator allows it.
     const strict = createServices(t.s.handle, { ...t.s.config, connectionsAllowPrivateEndpoints: false }, createLogger("silent"));
-    for (const endpoint of ["http://169.254.169.254/latest", "http://127.0.0.1:9000", "http://[::1]:9000", "http://localhost:4566", "http://10.0.0.8"]) {
-      const { createApp } = await import("../../lib/http/app.ts");
-      const res = await createApp(strict).handle(
+    const { createApp } = await import("../../lib/http/app.ts");
+    const strictApp = createApp(strict);
+    const post = async (body: unknown) => {
+      const res = await strictApp.handle(
         new Request(`http://localhost/beta/v1/org/${t.org.id}/billing-connections`, {
           method: "POST",
           headers: { authorization: `Bearer ${t.org.key}`, "content-type": "application/json" },
-          body: JSON.stringify({ name: "ssrf", kind: "aws_data_exports", config: awsConfig({ endpoint_url: endpoint }), secrets: { secret_access_key: SECRET_ACCESS_KEY } }),
+          body: JSON.stringify(body),
         }),
       );
-      expect(res.status).toBe(422);
-      expect(JSON.stringify(await res.json())).toContain("config.endpoint_url");
+      return { status: res.status, text: await res.text() };
+    };
+    for (const endpoint of ["http://169.254.169.254/latest", "http://127.0.0.1:9000", "http://[::1]:9000", "http://localhost:4566", "http://10.0.0.8"]) {
+      const r = await post({ name: "ssrf", kind: "aws_data_exports", config: awsConfig({ endpoint_url: endpoint }), secrets: { secret_access_key: SECRET_ACCESS_KEY } });
+      expect(r.status).toBe(422);
+      expect(r.text).toContain("config.endpoint_url");
     }
+    // A GCP key file is checked by the reader's own parser, its token endpoint by the same rule.
+    const privateKey = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }) as string;
+    const gcp = (key: unknown) => ({ name: "gcp", kind: "gcp_bigquery_focus", config: { project_id: "acme-billing", dataset: "billing", table: "focus" }, secrets: { service_account_key: JSON.stringify(key) } });
+    const internalToken = await post(gcp({ type: "service_account", client_email: "a@acme-billing.iam.gserviceaccount.com", private_key: privateKey, token_uri: "http://127.0.0.1:8080/token" }));
+    expect(internalToken.status).toBe(422);
+    expect(internalToken.text).toContain("token_uri must not point at a loopback");
+    const notPem = await post(gcp({ type: "service_account", client_email: "a@acme-billing.iam.gserviceaccount.com", private_key: "not a key" }));
+    expect(notPem.status).toBe(422);
+    expect(notPem.text).toContain("not a PEM private key");
+    expect(notPem.text).not.toContain("not a key\"");
     const unsealable = createServices(t.s.handle, { ...t.s.config, secretKey: undefined }, createLogger("silent"));
-    const { createApp } = await import("../../lib/http/app.ts");
     const app = createApp(unsealable);
     const r = await app.handle(
       new Request(`http://localhost/beta/v1/org/${t.org.id}/billing-connections`, {

@@ -151,7 +151,6 @@ describe("BigQuery FOCUS reader", () => {
     expect(first.map((p) => p.month)).toEqual(["2026-03", "2026-04", "2026-05"]);
     for (const p of first) {
       expect(p.fingerprint).toMatch(/^[0-9a-f]{64}$/);
-      expect(p.final).toBe(false);
       expect(p.bytes).toBe(0);
       expect(p.files).toEqual([`SELECT * FROM \`${PROJECT}.${DATASET}.${TABLE}\` WHERE BillingPeriodStart = TIMESTAMP '${p.month}-01T00:00:00Z'`]);
     }

@@ -108,7 +108,6 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
     return {
       month,
       fingerprint: h.digest("hex"),
-      final: false,
       bytes: files.reduce((n, f) => n + (f.Size ?? 0), 0),
       files: files.map((f) => f.Key!),
       async *tables() {

@@ -92,8 +92,6 @@ export function azureExportReader(config: AzureConfig, secrets: AzureSecrets): E
     return {
       month: run.month,
       fingerprint: h.digest("hex"),
-      // Azure manifests carry no invoice-closed flag; the FOCUS rows' own status closes periods.
-      final: false,
       bytes: files.reduce((n, f) => n + (f.properties.contentLength ?? 0), 0),
       files: files.map((f) => f.name),
       async *tables() {

@@ -4,10 +4,11 @@
  * the documented REST calls jobs.query and jobs.getQueryResults. Rows are taken raw (the `f`/`v`
  * cells) so NUMERIC and BIGNUMERIC costs stay exact decimal text.
  */
-import { createHash, createPrivateKey } from "node:crypto";
+import { createHash } from "node:crypto";
 import { BigQuery, type Job, type Query } from "@google-cloud/bigquery";
 import type { CsvBatch } from "../../billing/csvReader.ts";
 import type { GcpConfig, GcpSecrets } from "../kinds.ts";
+import { parseServiceAccountKey } from "../gcpKey.ts";
 import { ConnectionFailure, type ExportReader, type RecordTable, type SourcePeriod } from "../source.ts";
 
 /** Rows per result page: bounds memory while keeping the number of round trips small. */
@@ -32,11 +33,6 @@ interface RawRow {
 interface ResultPage {
   fields: Field[];
   rows: RawRow[];
-}
-interface ServiceAccountKey {
-  client_email: string;
-  private_key: string;
-  token_uri?: string;
 }
 
 export function bigQueryFocusReader(config: GcpConfig, secrets: GcpSecrets): ExportReader {
@@ -81,7 +77,6 @@ export function bigQueryFocusReader(config: GcpConfig, secrets: GcpSecrets): Exp
           month,
           fingerprint: createHash("sha256").update(JSON.stringify(digest)).digest("hex"),
           // GCP periods close through the FOCUS rows' own status; the import handles that.
-          final: false,
           bytes: 0,
           files: starts.map((start) => `SELECT * FROM ${table} WHERE BillingPeriodStart = TIMESTAMP '${start}'`),
           async *tables() {
@@ -152,7 +147,7 @@ async function* queryPages(bq: BigQuery, query: Query): AsyncGenerator<ResultPag
 }
 
 async function openClient(config: GcpConfig, secrets: GcpSecrets): Promise<BigQuery> {
-  const key = secrets.service_account_key ? serviceAccountKey(secrets.service_account_key) : undefined;
+  const key = secrets.service_account_key ? parseServiceAccountKey(secrets.service_account_key) : undefined;
   const bq = new BigQuery({
     projectId: config.project_id,
     location: config.location ?? undefined,
@@ -171,37 +166,6 @@ async function openClient(config: GcpConfig, secrets: GcpSecrets): Promise<BigQu
   return bq;
 }
 
-/** The key file's fields the client needs, checked so a bad key fails as "credentials" without echoing it. */
-function serviceAccountKey(text: string): ServiceAccountKey {
-  let key: Record<string, unknown>;
-  try {
-    key = JSON.parse(text);
-  } catch {
-    throw new ConnectionFailure("credentials", "The service-account key is not valid JSON.");
-  }
-  if (!key || typeof key !== "object" || typeof key.client_email !== "string" || typeof key.private_key !== "string") {
-    throw new ConnectionFailure("credentials", "The service-account key has no client_email or private_key; use the JSON key file of a service account.");
-  }
-  if (key.type !== undefined && key.type !== "service_account") {
-    throw new ConnectionFailure("credentials", "The key is not a service-account key; use the JSON key file of a service account.");
-  }
-  try {
-    createPrivateKey(key.private_key);
-  } catch {
-    throw new ConnectionFailure("credentials", "The service-account key's private_key is not a PEM private key.");
-  }
-  if (key.token_uri !== undefined) {
-    let url: URL | undefined;
-    try {
-      url = new URL(String(key.token_uri));
-    } catch {}
-    const loopback = url?.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
-    if (!url || (url.protocol !== "https:" && !loopback)) {
-      throw new ConnectionFailure("credentials", "The service-account key's token_uri must be an https URL.");
-    }
-  }
-  return key as unknown as ServiceAccountKey;
-}
 
 const PROJECT_ID = /^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 const DATASET_ID = /^[A-Za-z0-9_]{1,1024}$/;

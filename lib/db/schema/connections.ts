@@ -75,7 +75,6 @@ export const billingConnectionPeriods = pgTable(
     fingerprint: text("fingerprint").notNull(),
     importId: uuid("import_id").references(() => billingImports.id, { onDelete: "set null" }),
     rows: bigint("rows", { mode: "number" }).notNull().default(0),
-    final: boolean("final").notNull().default(false),
     importedAt: timestamp("imported_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.connectionId, t.month] })],

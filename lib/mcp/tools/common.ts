@@ -7,7 +7,8 @@ import * as z from "zod";
 import type { Principal } from "../../auth/principal.ts";
 import type { Scope } from "../../auth/scopes.ts";
 import { ValidationError } from "../../errors.ts";
-import { classifyError, errorForLog } from "../../http/classifyError.ts";
+import { classifyError } from "../../http/classifyError.ts";
+import { errorForLog } from "../../log.ts";
 import type { Services } from "../../services.ts";
 
 export interface ToolContext {

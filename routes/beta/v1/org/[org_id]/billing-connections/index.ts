@@ -4,6 +4,7 @@ import { createConnection, deleteConnection, getConnection, listConnections, lis
 import { requestSync, runDueSyncs } from "../../../../../../lib/connections/sync.ts";
 import { testConnection } from "../../../../../../lib/connections/probe.ts";
 import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
+import { errorForLog } from "../../../../../../lib/log.ts";
 import { ConnectionParams, ConnectionView, CreateConnectionBody, RunView, TestResultView, UpdateConnectionBody } from "./model.ts";
 
 const tags = ["Billing connections"];
@@ -11,7 +12,7 @@ const tags = ["Billing connections"];
 export default defineRoutes((s, prefix) => {
   const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
   return orgRoutes(s, prefix)
-    .get("", ({ principal }) => listConnections(s.db, principal.orgId), {
+    .get("", ({ principal }) => listConnections(s.db, principal.orgId, s.now()), {
       scope: "connections:read",
       response: { 200: t.Array(ConnectionView) },
       detail: { tags, summary: "List the organization's billing connections (never their secrets)" },
@@ -30,7 +31,7 @@ export default defineRoutes((s, prefix) => {
         detail: { tags, summary: "Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view)" },
       },
     )
-    .get("/:connection_id", ({ principal, params }) => getConnection(s.db, principal.orgId, params.connection_id), {
+    .get("/:connection_id", ({ principal, params }) => getConnection(s.db, principal.orgId, params.connection_id, s.now()), {
       scope: "connections:read",
       params: ConnectionParams,
       response: { 200: ConnectionView },
@@ -66,7 +67,7 @@ export default defineRoutes((s, prefix) => {
       async ({ principal, params, set }) => {
         const run = await requestSync(s, principal.orgId, params.connection_id);
         // This connection runs here at once unless another replica holds it; then the billing-sync job of any replica takes the queued run.
-        runDueSyncs(s, { connectionId: params.connection_id, limit: 1 }).catch((e) => s.log.error("billing sync failed", { error: e instanceof Error ? e.message : String(e) }));
+        runDueSyncs(s, { connectionId: params.connection_id, limit: 1 }).catch((e) => s.log.error("billing sync failed", { error: errorForLog(e) }));
         set.status = 202;
         return run;
       },
