@@ -171,6 +171,8 @@ CREATE TABLE "commitments" (
 	"fee_rate" numeric(30, 10),
 	"lock_in_ends_at" timestamp with time zone,
 	"source" text DEFAULT 'billing' NOT NULL,
+	"provider_state" text,
+	"reconciled_at" timestamp with time zone,
 	"purchase_id" uuid,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
@@ -409,6 +411,8 @@ CREATE TABLE "commitment_plan_templates" (
 	"schedule" text,
 	"min_monthly_savings" numeric(30, 10),
 	"auto_purchase_enabled" boolean,
+	"require_approval" boolean,
+	"auto_approve_max_upfront" numeric(30, 10),
 	"start_date" date,
 	"end_date" date,
 	"schedule_set_on" date,
@@ -462,11 +466,19 @@ CREATE TABLE "purchases" (
 	"plan_id" uuid NOT NULL,
 	"idempotency_key" text NOT NULL,
 	"purchaser" text NOT NULL,
-	"status" text DEFAULT 'completed' NOT NULL,
+	"connection_id" uuid,
+	"dry_run" boolean DEFAULT false NOT NULL,
+	"status" text NOT NULL,
 	"total_upfront_cost" numeric(30, 10) NOT NULL,
 	"monthly_net_savings" numeric(30, 10) NOT NULL,
 	"item_count" integer NOT NULL,
-	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+	"requires_approval" boolean DEFAULT false NOT NULL,
+	"approval_expires_at" timestamp with time zone,
+	"decided_by" text,
+	"decided_at" timestamp with time zone,
+	"decision_note" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "segments" (
@@ -588,6 +600,93 @@ CREATE TABLE "billing_connections" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "purchase_events" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"purchase_id" uuid NOT NULL,
+	"item_id" uuid,
+	"event" text NOT NULL,
+	"message" text NOT NULL,
+	"detail" jsonb,
+	"at" timestamp with time zone DEFAULT now() NOT NULL,
+	"notify" boolean DEFAULT false NOT NULL,
+	"delivered_at" timestamp with time zone,
+	"delivery_attempts" integer DEFAULT 0 NOT NULL,
+	"next_delivery_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"delivery_lease_until" timestamp with time zone,
+	"last_delivery_error" text,
+	"seq" integer GENERATED ALWAYS AS IDENTITY (sequence name "purchase_events_seq_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1)
+);
+--> statement-breakpoint
+CREATE TABLE "purchase_items" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"purchase_id" uuid NOT NULL,
+	"position" integer NOT NULL,
+	"provider" text NOT NULL,
+	"connection_id" uuid,
+	"status" text NOT NULL,
+	"dry_run" boolean DEFAULT false NOT NULL,
+	"token" uuid NOT NULL,
+	"commitment_type" text NOT NULL,
+	"contract_term" text NOT NULL,
+	"payment_option" text NOT NULL,
+	"region" text,
+	"instance_type" text,
+	"instance_family" text,
+	"amount" numeric(30, 10) NOT NULL,
+	"planned_upfront" numeric(30, 10) NOT NULL,
+	"planned_hourly" numeric(30, 10) NOT NULL,
+	"monthly_net_savings" numeric(30, 10) NOT NULL,
+	"duration_seconds" integer NOT NULL,
+	"fee_rate" numeric(30, 10) DEFAULT '0' NOT NULL,
+	"lock_in_days" integer,
+	"offering_id" text,
+	"quoted_upfront" numeric(30, 10),
+	"quoted_hourly" numeric(30, 10),
+	"provider_purchase_id" text,
+	"provider_state" text,
+	"actual_upfront" numeric(30, 10),
+	"actual_hourly" numeric(30, 10),
+	"currency" text,
+	"starts_at" timestamp with time zone,
+	"ends_at" timestamp with time zone,
+	"commitment_id" uuid,
+	"dry_run_summary" text,
+	"failure_cause" text,
+	"failure_message" text,
+	"attempts" integer DEFAULT 0 NOT NULL,
+	"claimed_by" text,
+	"claimed_until" timestamp with time zone,
+	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"submitted_at" timestamp with time zone,
+	"finished_at" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "purchasing_connections" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"name" text NOT NULL,
+	"kind" text NOT NULL,
+	"provider" text NOT NULL,
+	"config" jsonb NOT NULL,
+	"secret_ciphertext" text,
+	"secret_key_id" text,
+	"secret_fields" text[] DEFAULT '{}'::text[] NOT NULL,
+	"dry_run" boolean DEFAULT true NOT NULL,
+	"enabled" boolean DEFAULT true NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"last_error" text,
+	"last_error_cause" text,
+	"last_inventory_at" timestamp with time zone,
+	"next_inventory_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"claimed_until" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -640,6 +739,11 @@ ALTER TABLE "billing_connection_periods" ADD CONSTRAINT "billing_connection_peri
 ALTER TABLE "billing_connection_runs" ADD CONSTRAINT "billing_connection_runs_connection_id_billing_connections_id_fk" FOREIGN KEY ("connection_id") REFERENCES "public"."billing_connections"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "billing_connection_runs" ADD CONSTRAINT "billing_connection_runs_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "billing_connections" ADD CONSTRAINT "billing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_events" ADD CONSTRAINT "purchase_events_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_events" ADD CONSTRAINT "purchase_events_purchase_id_purchases_id_fk" FOREIGN KEY ("purchase_id") REFERENCES "public"."purchases"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_purchase_id_purchases_id_fk" FOREIGN KEY ("purchase_id") REFERENCES "public"."purchases"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "purchasing_connections" ADD CONSTRAINT "purchasing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -679,6 +783,8 @@ CREATE UNIQUE INDEX "purchase_runs_template_date_uq" ON "purchase_runs" USING bt
 CREATE INDEX "purchase_runs_pending_idx" ON "purchase_runs" USING btree ("status") WHERE status = 'pending';--> statement-breakpoint
 CREATE UNIQUE INDEX "purchases_idempotency_uq" ON "purchases" USING btree ("org_id","idempotency_key");--> statement-breakpoint
 CREATE UNIQUE INDEX "purchases_template_date_uq" ON "purchases" USING btree ("template_id","execution_date") WHERE template_id IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "purchases_org_status_idx" ON "purchases" USING btree ("org_id","status","created_at");--> statement-breakpoint
+CREATE INDEX "purchases_pending_approval_idx" ON "purchases" USING btree ("approval_expires_at") WHERE status = 'pending_approval';--> statement-breakpoint
 CREATE UNIQUE INDEX "segments_org_provider_default_uq" ON "segments" USING btree ("org_id","provider") WHERE kind = 'provider_resources';--> statement-breakpoint
 CREATE INDEX "segments_org_idx" ON "segments" USING btree ("org_id","provider");--> statement-breakpoint
 CREATE UNIQUE INDEX "support_outbox_ticket_uq" ON "support_outbox" USING btree ("ticket_id");--> statement-breakpoint
@@ -689,4 +795,13 @@ CREATE INDEX "report_snapshots_lookup_idx" ON "report_snapshots" USING btree ("o
 CREATE INDEX "billing_connection_runs_connection_idx" ON "billing_connection_runs" USING btree ("connection_id","created_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "billing_connection_runs_one_queued_uq" ON "billing_connection_runs" USING btree ("connection_id") WHERE status = 'queued';--> statement-breakpoint
 CREATE UNIQUE INDEX "billing_connections_org_name_uq" ON "billing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
-CREATE INDEX "billing_connections_due_idx" ON "billing_connections" USING btree ("next_sync_at");
+CREATE INDEX "billing_connections_due_idx" ON "billing_connections" USING btree ("next_sync_at");--> statement-breakpoint
+CREATE INDEX "purchase_events_purchase_idx" ON "purchase_events" USING btree ("purchase_id","seq");--> statement-breakpoint
+CREATE INDEX "purchase_events_undelivered_idx" ON "purchase_events" USING btree ("next_delivery_at") WHERE notify AND delivered_at IS NULL;--> statement-breakpoint
+CREATE UNIQUE INDEX "purchase_items_token_uq" ON "purchase_items" USING btree ("token");--> statement-breakpoint
+CREATE UNIQUE INDEX "purchase_items_purchase_position_uq" ON "purchase_items" USING btree ("purchase_id","position");--> statement-breakpoint
+CREATE UNIQUE INDEX "purchase_items_provider_purchase_uq" ON "purchase_items" USING btree ("connection_id","provider_purchase_id") WHERE provider_purchase_id IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "purchase_items_workable_idx" ON "purchase_items" USING btree ("next_attempt_at") WHERE status IN ('approved', 'submitting');--> statement-breakpoint
+CREATE UNIQUE INDEX "purchasing_connections_org_provider_uq" ON "purchasing_connections" USING btree ("org_id","provider");--> statement-breakpoint
+CREATE UNIQUE INDEX "purchasing_connections_org_name_uq" ON "purchasing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
+CREATE INDEX "purchasing_connections_inventory_due_idx" ON "purchasing_connections" USING btree ("next_inventory_at");

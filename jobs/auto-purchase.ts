@@ -1,6 +1,7 @@
 import type { Job } from "./index.ts";
 import type { Services } from "../lib/services.ts";
-import { runDueAutoPurchases } from "../lib/purchasing/autoPurchase.ts";
+import { runPurchasingTick } from "../lib/purchasing/autoPurchase.ts";
+import type { PurchaseHooks } from "../lib/purchasing/executor.ts";
 import { purchaserOf, type Purchaser } from "../lib/purchasing/purchaser.ts";
 
 /**
@@ -22,11 +23,28 @@ export function purchaserForProcess(s: Services): Purchaser {
   };
 }
 
-/** Every 5 minutes: cheap when nothing is due; each slot is claimed once in the database. */
+/**
+ * Test hook (multi-process crash tests only): COMMITOPS_TEST_PURCHASE_CRASH=before_provider |
+ * after_provider kills this process with SIGKILL at that boundary of the first item it works
+ * on: after the intent is committed and before the provider is called, or after the provider
+ * answered and before the outcome is committed.
+ */
+export function purchaseHooksForProcess(): PurchaseHooks | undefined {
+  const at = process.env.COMMITOPS_TEST_PURCHASE_CRASH;
+  if (at !== "before_provider" && at !== "after_provider") return undefined;
+  const die = (item: { token: string }) => {
+    process.stderr.write(`purchase-crash ${at} ${item.token}\n`);
+    process.kill(process.pid, "SIGKILL");
+    return new Promise<void>(() => {});
+  };
+  return at === "before_provider" ? { beforeProviderCall: die } : { afterProviderCall: die };
+}
+
+/** Every 5 minutes: cheap when nothing is due; each slot and each item is claimed once in the database. */
 export const autoPurchaseJob: Job = {
   name: "auto-purchase",
   pattern: "0 */5 * * * *",
   async run(s) {
-    await runDueAutoPurchases(s, { purchaser: purchaserForProcess(s) });
+    await runPurchasingTick(s, { purchaser: purchaserForProcess(s), hooks: purchaseHooksForProcess() });
   },
 };

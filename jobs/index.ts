@@ -6,6 +6,7 @@ import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
 import { billingSyncJob } from "./billing-sync.ts";
+import { purchaseWebhookJob, purchasingInventoryJob } from "./purchasing.ts";
 
 /** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
 export interface Job {
@@ -16,7 +17,7 @@ export interface Job {
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, billingSyncJob];
+export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job

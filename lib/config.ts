@@ -55,6 +55,14 @@ export interface Config {
   connectionsAllowPrivateEndpoints: boolean;
   /** Minutes between two billing syncs of a connection (BILLING_SYNC_INTERVAL_MINUTES, default 240). */
   billingSyncIntervalMinutes: number;
+  /** Days a purchase waits for approval before it lapses and its plan is regenerated (PURCHASE_APPROVAL_TTL_DAYS, default 7). */
+  purchaseApprovalTtlDays: number;
+  /** Receives purchase events (pending approval, confirmed, failed, rejected, expired) through the outbox (PURCHASE_WEBHOOK_URL). */
+  purchaseWebhookUrl?: string;
+  /** Hours between inventory listings of a purchasing connection (PURCHASING_INVENTORY_INTERVAL_HOURS, default 6). */
+  purchasingInventoryIntervalHours: number;
+  /** How long a worker holds a purchase item while it calls the provider; a crashed worker's item is recovered after it (PURCHASE_LEASE_SECONDS, default 600). */
+  purchaseLeaseSeconds: number;
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -109,6 +117,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     previousSecretKeys: (env.COMMITOPS_SECRET_KEY_PREVIOUS ?? "").split(",").map((k) => k.trim()).filter(Boolean),
     connectionsAllowPrivateEndpoints: bool(env.CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS, false),
     billingSyncIntervalMinutes: positiveInt(env.BILLING_SYNC_INTERVAL_MINUTES, 240),
+    purchaseApprovalTtlDays: positiveInt(env.PURCHASE_APPROVAL_TTL_DAYS, 7),
+    purchaseWebhookUrl: env.PURCHASE_WEBHOOK_URL || undefined,
+    purchasingInventoryIntervalHours: positiveInt(env.PURCHASING_INVENTORY_INTERVAL_HOURS, 6),
+    purchaseLeaseSeconds: positiveInt(env.PURCHASE_LEASE_SECONDS, 600),
     ...overrides,
   };
 }

@@ -10,14 +10,16 @@ import r6 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
 import r7 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
 import r8 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
 import r9 from "./beta/v1/org/[org_id]/index.ts";
-import r10 from "./beta/v1/org/[org_id]/support/index.ts";
-import r11 from "./mcp/index.ts";
-import r12 from "./oauth/authorize/index.ts";
-import r13 from "./oauth/logout/index.ts";
-import r14 from "./oauth/register/index.ts";
-import r15 from "./oauth/revoke/index.ts";
-import r16 from "./oauth/token/index.ts";
-import r17 from "./oauth/upstream/callback/index.ts";
+import r10 from "./beta/v1/org/[org_id]/purchases/index.ts";
+import r11 from "./beta/v1/org/[org_id]/purchasing-connections/index.ts";
+import r12 from "./beta/v1/org/[org_id]/support/index.ts";
+import r13 from "./mcp/index.ts";
+import r14 from "./oauth/authorize/index.ts";
+import r15 from "./oauth/logout/index.ts";
+import r16 from "./oauth/register/index.ts";
+import r17 from "./oauth/revoke/index.ts";
+import r18 from "./oauth/token/index.ts";
+import r19 from "./oauth/upstream/callback/index.ts";
 
 export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/.well-known/oauth-authorization-server", module: r0 },
@@ -30,12 +32,14 @@ export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r7 },
   { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r8 },
   { prefix: "/beta/v1/org/:org_id", module: r9 },
-  { prefix: "/beta/v1/org/:org_id/support", module: r10 },
-  { prefix: "/mcp", module: r11 },
-  { prefix: "/oauth/authorize", module: r12 },
-  { prefix: "/oauth/logout", module: r13 },
-  { prefix: "/oauth/register", module: r14 },
-  { prefix: "/oauth/revoke", module: r15 },
-  { prefix: "/oauth/token", module: r16 },
-  { prefix: "/oauth/upstream/callback", module: r17 },
+  { prefix: "/beta/v1/org/:org_id/purchases", module: r10 },
+  { prefix: "/beta/v1/org/:org_id/purchasing-connections", module: r11 },
+  { prefix: "/beta/v1/org/:org_id/support", module: r12 },
+  { prefix: "/mcp", module: r13 },
+  { prefix: "/oauth/authorize", module: r14 },
+  { prefix: "/oauth/logout", module: r15 },
+  { prefix: "/oauth/register", module: r16 },
+  { prefix: "/oauth/revoke", module: r17 },
+  { prefix: "/oauth/token", module: r18 },
+  { prefix: "/oauth/upstream/callback", module: r19 },
 ];

@@ -9,6 +9,8 @@ export const SCOPES = [
   "assistant:read",
   "connections:read",
   "connections:write",
+  "purchases:read",
+  "purchases:write",
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -21,6 +23,6 @@ export type Role = "viewer" | "member" | "admin";
 /** What a membership role may do; a token's effective scopes are its own ∩ its user's role. */
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   viewer: ["reports:read", "templates:read", "estimates:read", "assistant:read", "support:write"],
-  member: ["reports:read", "templates:read", "estimates:read", "estimates:write", "assistant:read", "support:write"],
+  member: ["reports:read", "templates:read", "estimates:read", "estimates:write", "assistant:read", "support:write", "purchases:read"],
   admin: SCOPES,
 };

@@ -7,14 +7,14 @@ import { ConnectionFailure, type ConnectionKind } from "./source.ts";
 import { isInternalHost } from "../hosts.ts";
 import { parseServiceAccountKey } from "./gcpKey.ts";
 
-interface FieldSpec {
+export interface FieldSpec {
   required?: boolean;
   max: number;
   pattern?: RegExp;
   hint?: string;
 }
 
-const URL_FIELD: FieldSpec = { max: 2048, pattern: /^https?:\/\/[^\s]+$/i, hint: "an http(s) URL" };
+export const URL_FIELD: FieldSpec = { max: 2048, pattern: /^https?:\/\/[^\s]+$/i, hint: "an http(s) URL" };
 
 export const CONFIG_FIELDS: Record<ConnectionKind, Record<string, FieldSpec>> = {
   aws_data_exports: {
@@ -56,7 +56,10 @@ export const ALL_SECRET_FIELDS = [...new Set(Object.values(SECRET_FIELDS).flatMa
 
 type Values = Record<string, string>;
 
-function checkFields(where: string, specs: Record<string, FieldSpec>, values: Record<string, unknown>, errors: FieldErrors, kind: ConnectionKind) {
+/** The set fields of a checked object (null and "" remove a field). */
+const setFields = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v === "string" && v !== "")) as Values;
+
+function checkFields(where: string, specs: Record<string, FieldSpec>, values: Record<string, unknown>, errors: FieldErrors, kind: string) {
   for (const [name, v] of Object.entries(values)) {
     const spec = specs[name];
     const key = `${where}.${name}`;
@@ -81,31 +84,39 @@ function internalUrl(url: string): boolean {
   }
 }
 
-const URL_FIELDS = ["endpoint_url", "storage_account_url"];
+const URL_FIELDS = ["endpoint_url", "storage_account_url", "authority_host"];
 const PRIVATE_ENDPOINT = "must not point at a loopback, private or link-local address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)";
 
-/** The stored config and secrets of a kind, or a 422 naming each wrong field. Nulls remove a field. */
-export function checkSettings(
-  kind: ConnectionKind,
+export interface CheckOptions {
+  allowPrivateEndpoints?: boolean;
+  /** The secrets are the stored ones, checked when they were set (only their presence counts). */
+  storedSecrets?: boolean;
+}
+
+/**
+ * The checks every connection kind (billing or purchasing) shares: each field's type, length and
+ * pattern, required fields, no private endpoint, a readable service-account key whose token_uri
+ * is not private either. Returns the set fields and the errors found; the caller adds its kind's own.
+ */
+export function checkConnectionFields(
+  kind: string,
+  specs: { config: Record<string, FieldSpec>; secrets: Record<string, FieldSpec> },
   config: Record<string, unknown>,
   secrets: Record<string, unknown>,
-  opts: { allowPrivateEndpoints?: boolean; /** The secrets are the stored ones, checked when they were set (only their presence counts). */ storedSecrets?: boolean } = {},
-): { config: Values; secrets: Values } {
+  opts: CheckOptions,
+): { config: Values; secrets: Values; errors: FieldErrors } {
   const errors: FieldErrors = {};
-  checkFields("config", CONFIG_FIELDS[kind], config, errors, kind);
-  if (!opts.storedSecrets) checkFields("secrets", SECRET_FIELDS[kind], secrets, errors, kind);
-  const keep = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => typeof v === "string" && v !== "")) as Values;
-  const c = keep(config);
-  const s = keep(secrets);
-  for (const [name, spec] of Object.entries(CONFIG_FIELDS[kind])) if (spec.required && !c[name] && !errors[`config.${name}`]) errors[`config.${name}`] = ["is required"];
+  checkFields("config", specs.config, config, errors, kind);
+  if (!opts.storedSecrets) checkFields("secrets", specs.secrets, secrets, errors, kind);
+  const c = setFields(config);
+  const s = setFields(secrets);
+  for (const [name, spec] of Object.entries(specs.config)) if (spec.required && !c[name] && !errors[`config.${name}`]) errors[`config.${name}`] = ["is required"];
   if (!opts.allowPrivateEndpoints) {
     for (const f of URL_FIELDS) {
       if (c[f] && !errors[`config.${f}`] && internalUrl(c[f]!)) errors[`config.${f}`] = [PRIVATE_ENDPOINT];
     }
   }
-  if (kind === "aws_data_exports" && !!c.access_key_id !== !!s.secret_access_key) errors["secrets.secret_access_key"] = ["goes with config.access_key_id: give both or neither"];
-  if (kind === "azure_cost_exports" && s.client_secret && !(c.tenant_id && c.client_id)) errors["config.client_id"] = ["a client_secret needs config.tenant_id and config.client_id"];
-  if (kind === "gcp_bigquery_focus" && s.service_account_key && !opts.storedSecrets) {
+  if (s.service_account_key && !opts.storedSecrets) {
     try {
       const key = parseServiceAccountKey(s.service_account_key);
       if (!opts.allowPrivateEndpoints && key.token_uri && internalUrl(key.token_uri)) errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`];
@@ -114,6 +125,14 @@ export function checkSettings(
       errors["secrets.service_account_key"] = [e.message];
     }
   }
+  return { config: c, secrets: s, errors };
+}
+
+/** The stored config and secrets of a kind, or a 422 naming each wrong field. Nulls remove a field. */
+export function checkSettings(kind: ConnectionKind, config: Record<string, unknown>, secrets: Record<string, unknown>, opts: CheckOptions = {}): { config: Values; secrets: Values } {
+  const { config: c, secrets: s, errors } = checkConnectionFields(kind, { config: CONFIG_FIELDS[kind], secrets: SECRET_FIELDS[kind] }, config, secrets, opts);
+  if (kind === "aws_data_exports" && !!c.access_key_id !== !!s.secret_access_key) errors["secrets.secret_access_key"] = ["goes with config.access_key_id: give both or neither"];
+  if (kind === "azure_cost_exports" && s.client_secret && !(c.tenant_id && c.client_id)) errors["config.client_id"] = ["a client_secret needs config.tenant_id and config.client_id"];
   if (Object.keys(errors).length) throw new ValidationError("The connection's settings are not valid.", errors);
   return { config: c, secrets: s };
 }

@@ -8,6 +8,7 @@ import type { DbOrTx } from "../db/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { pgErrorCode } from "../db/index.ts";
 import type { SecretBox } from "../secrets/secretBox.ts";
+import { openSecretColumns, sealedSecretColumns } from "../secrets/index.ts";
 import { checkSettings } from "./fields.ts";
 import type { ConnectionSettings } from "./kinds.ts";
 import type { ConnectionKind } from "./source.ts";
@@ -82,15 +83,10 @@ export type RunView = ReturnType<typeof runView>;
 
 /** The connection's settings with its secrets opened, for a reader. Never returned to a client. */
 export function settingsOf(box: SecretBox, c: ConnectionRow): ConnectionSettings {
-  const secrets = c.secretCiphertext && c.secretKeyId ? JSON.parse(box.open({ ciphertext: c.secretCiphertext, keyId: c.secretKeyId }, secretContext(c))) : {};
-  return { kind: c.kind, config: c.config, secrets } as ConnectionSettings;
+  return { kind: c.kind, config: c.config, secrets: openSecretColumns(box, c, secretContext(c)) } as ConnectionSettings;
 }
 
-function sealSecrets(box: SecretBox, c: { id: string; orgId: string }, secrets: Record<string, string>) {
-  if (!Object.keys(secrets).length) return { secretCiphertext: null, secretKeyId: null, secretFields: [] };
-  const sealed = box.seal(JSON.stringify(secrets), secretContext(c));
-  return { secretCiphertext: sealed.ciphertext, secretKeyId: sealed.keyId, secretFields: Object.keys(secrets).sort() };
-}
+const sealSecrets = (box: SecretBox, c: { id: string; orgId: string }, secrets: Record<string, string>) => sealedSecretColumns(box, secretContext(c), secrets);
 
 const nameTaken = (e: unknown) => pgErrorCode(e) === "23505";
 const nameTakenError = (name: string) => new ConflictError(`A billing connection named "${name}" already exists in this organization.`, "connection_name_taken");

@@ -38,7 +38,7 @@ interface ActiveCommitment {
 async function activeCommitments(db: DbOrTx, orgId: string, provider: Provider, now: Date, renewing: Set<string>): Promise<ActiveCommitment[]> {
   const rows = await db.select().from(commitments).where(and(eq(commitments.orgId, orgId), eq(commitments.provider, provider)));
   return rows
-    .filter((c) => !renewing.has(c.id) && (!c.startsAt || c.startsAt <= now) && (!c.endsAt || c.endsAt > now) && Number(c.amount ?? 0) > 0)
+    .filter((c) => !renewing.has(c.id) && c.providerState !== "retired" && (!c.startsAt || c.startsAt <= now) && (!c.endsAt || c.endsAt > now) && Number(c.amount ?? 0) > 0)
     .map((c) => ({ commitmentType: c.commitmentType, contractTerm: c.contractTerm, paymentOption: c.paymentOption, region: c.region, instanceType: c.instanceType, instanceFamily: c.instanceFamily, amount: Number(c.amount) }));
 }
 

@@ -1,15 +1,21 @@
 /**
- * How a plan is bought. The default purchaser is the ledger: it records the order in
- * `purchases` and adds the commitments to the inventory in the caller's transaction, so the
- * order, the inventory and the run's completion commit together or not at all. Cloud adapters
- * plug in behind the same interface (set `s.extras.purchaser`); they must pass
- * `idempotencyKey` to the provider as the client token, since their side is not transactional.
+ * How a plan's order is placed, inside the auto-purchase run's transaction (so the order, its
+ * items and the run's completion commit together or not at all):
+ * - with the org's enabled purchasing connection for the provider, the order and one
+ *   purchase item per plan item are recorded (`pending_approval` or `approved`); the provider is
+ *   called afterwards, item by item, by the purchase executor (lib/purchasing/executor.ts);
+ * - without one, the ledger "buys" it at once: the order is confirmed and its commitments are
+ *   added to the inventory (demos, and orgs that buy by hand from the plans).
+ * A test may set `s.extras.purchaser` to place orders its own way.
  */
 import type { Tx } from "../db/index.ts";
-import { commitments, purchases } from "../db/schema/index.ts";
+import { commitments, purchaseItems, purchases } from "../db/schema/index.ts";
 import type { Services } from "../services.ts";
 import type { SizedOption } from "../planning/optimize.ts";
 import { INSURED_TERMS, type Provider } from "../templates/enums.ts";
+import { purchasingConnectionFor } from "./connections.ts";
+import { recordEvent } from "./events.ts";
+import { supersedePendingApprovals } from "./orders.ts";
 
 export interface PurchaseOrder {
   orgId: string;
@@ -23,6 +29,11 @@ export interface PurchaseOrder {
   totalUpfront: number;
   monthlyNetSavings: number;
   now: Date;
+  /** The template's approval settings (null: approval when the connection really buys). */
+  requireApproval?: boolean | null;
+  autoApproveMaxUpfront?: number | null;
+  /** Days a pending approval stays open (PURCHASE_APPROVAL_TTL_DAYS). */
+  approvalTtlDays?: number;
 }
 
 export interface Purchaser {
@@ -32,61 +43,154 @@ export interface Purchaser {
 
 const DAY_MS = 86_400_000;
 
+const itemName = (i: SizedOption) => `${i.quote.commitmentType} ${i.quote.contractTerm} ${i.quote.paymentOption}${i.instanceType ? ` ${i.instanceType}` : ""}${i.region ? ` ${i.region}` : ""}`;
+const familyOf = (i: SizedOption) => i.groupKey.split("|")[1] ?? null;
+const plannedHourly = (i: SizedOption) => (i.quote.recurringHourlyRate ?? i.quote.effectiveHourlyRate) * i.units;
+
+/** The order's own columns, whoever buys it. */
+function orderRow(o: PurchaseOrder) {
+  return {
+    orgId: o.orgId,
+    provider: o.provider,
+    templateId: o.templateId,
+    executionDate: o.executionDate,
+    planId: o.planId,
+    idempotencyKey: o.idempotencyKey,
+    totalUpfrontCost: String(o.totalUpfront),
+    monthlyNetSavings: String(o.monthlyNetSavings),
+    itemCount: o.items.length,
+    createdAt: o.now,
+    updatedAt: o.now,
+  };
+}
+
+function itemRow(o: PurchaseOrder, purchaseId: string, i: SizedOption, n: number) {
+  const q = i.quote;
+  return {
+    orgId: o.orgId,
+    purchaseId,
+    position: n + 1,
+    provider: o.provider,
+    token: crypto.randomUUID(),
+    commitmentType: q.commitmentType,
+    contractTerm: q.contractTerm,
+    paymentOption: q.paymentOption,
+    region: i.region,
+    instanceType: q.spendBased ? null : i.instanceType,
+    instanceFamily: familyOf(i),
+    amount: String(i.amount),
+    plannedUpfront: String(i.upfrontCost),
+    plannedHourly: String(plannedHourly(i)),
+    monthlyNetSavings: String(i.monthlyNetSavings),
+    durationSeconds: q.durationSeconds,
+    feeRate: String(q.feeRate),
+    lockInDays: q.lockInDays,
+    createdAt: o.now,
+    updatedAt: o.now,
+  };
+}
+
 export const ledgerPurchaser: Purchaser = {
   name: "ledger",
   async purchase(tx, o) {
     const [p] = await tx
       .insert(purchases)
-      .values({
-        orgId: o.orgId,
-        provider: o.provider,
-        templateId: o.templateId,
-        executionDate: o.executionDate,
-        planId: o.planId,
-        idempotencyKey: o.idempotencyKey,
-        purchaser: "ledger",
-        totalUpfrontCost: String(o.totalUpfront),
-        monthlyNetSavings: String(o.monthlyNetSavings),
-        itemCount: o.items.length,
-      })
+      .values({ ...orderRow(o), purchaser: "ledger", status: "confirmed" })
       .returning({ id: purchases.id });
     const purchaseId = p!.id;
-    if (o.items.length) {
-      await tx.insert(commitments).values(
-        o.items.map((i, n) => {
-          const q = i.quote;
-          const insured = INSURED_TERMS.has(q.contractTerm);
-          return {
-            orgId: o.orgId,
-            provider: o.provider,
-            providerCommitmentId: `commitops-purchase:${purchaseId}:${n + 1}`,
-            name: `${q.commitmentType} ${q.contractTerm} ${q.paymentOption}${i.instanceType ? ` ${i.instanceType}` : ""}${i.region ? ` ${i.region}` : ""}`,
-            commitmentType: q.commitmentType,
-            category: q.spendBased ? "Spend" : "Usage",
-            contractTerm: q.contractTerm,
-            paymentOption: q.paymentOption,
-            region: i.region,
-            instanceType: q.spendBased ? null : i.instanceType,
-            instanceFamily: i.groupKey.split("|")[1] ?? null,
-            startsAt: o.now,
-            endsAt: new Date(o.now.getTime() + q.durationSeconds * 1000),
-            amount: String(i.amount),
-            upfrontCost: String(i.upfrontCost),
-            recurringHourlyCost: String((q.recurringHourlyRate ?? q.effectiveHourlyRate) * i.units),
-            insured,
-            feeRate: String(q.feeRate),
-            lockInEndsAt: insured ? new Date(o.now.getTime() + q.lockInDays * DAY_MS) : null,
-            source: "purchase" as const,
-            purchaseId,
-          };
-        }),
-      );
+    for (const [n, i] of o.items.entries()) {
+      const q = i.quote;
+      const insured = INSURED_TERMS.has(q.contractTerm);
+      const providerCommitmentId = `commitops-purchase:${purchaseId}:${n + 1}`;
+      const endsAt = new Date(o.now.getTime() + q.durationSeconds * 1000);
+      const [c] = await tx
+        .insert(commitments)
+        .values({
+          orgId: o.orgId,
+          provider: o.provider,
+          providerCommitmentId,
+          name: itemName(i),
+          commitmentType: q.commitmentType,
+          category: q.spendBased ? "Spend" : "Usage",
+          contractTerm: q.contractTerm,
+          paymentOption: q.paymentOption,
+          region: i.region,
+          instanceType: q.spendBased ? null : i.instanceType,
+          instanceFamily: familyOf(i),
+          startsAt: o.now,
+          endsAt,
+          amount: String(i.amount),
+          upfrontCost: String(i.upfrontCost),
+          recurringHourlyCost: String(plannedHourly(i)),
+          insured,
+          feeRate: String(q.feeRate),
+          lockInEndsAt: insured ? new Date(o.now.getTime() + q.lockInDays * DAY_MS) : null,
+          source: "purchase" as const,
+          purchaseId,
+        })
+        .returning({ id: commitments.id });
+      await tx.insert(purchaseItems).values({
+        ...itemRow(o, purchaseId, i, n),
+        status: "confirmed",
+        providerPurchaseId: providerCommitmentId,
+        providerState: "ledger",
+        actualUpfront: String(i.upfrontCost),
+        actualHourly: String(plannedHourly(i)),
+        currency: "USD",
+        startsAt: o.now,
+        endsAt,
+        commitmentId: c!.id,
+        finishedAt: o.now,
+      });
     }
+    await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "confirmed", message: `Recorded in the ledger (no purchasing connection for ${o.provider}): ${o.items.length} commitment(s) added to the inventory.`, at: o.now });
     return { purchaseId };
   },
 };
 
-/** The purchaser of this process: a test or a cloud adapter may set `s.extras.purchaser`. */
+/**
+ * Records the order for the org's purchasing connection: items wait for approval when the
+ * template asks for it (by default whenever the connection really buys), unless the order's
+ * upfront is within `auto_approve_max_upfront`. An older order of the same template still
+ * waiting for approval is superseded: approving both would buy the same need twice.
+ */
+export const connectionPurchaser: Purchaser = {
+  name: "connection",
+  async purchase(tx, o) {
+    const connection = await purchasingConnectionFor(tx, o.orgId, o.provider);
+    if (!connection || !connection.enabled) return ledgerPurchaser.purchase(tx, o);
+    if (o.templateId) await supersedePendingApprovals(tx, o.orgId, o.templateId, o.now);
+    const required = o.requireApproval ?? !connection.dryRun;
+    const autoApproved = required && o.autoApproveMaxUpfront != null && o.totalUpfront <= o.autoApproveMaxUpfront;
+    const waits = required && !autoApproved;
+    const [p] = await tx
+      .insert(purchases)
+      .values({
+        ...orderRow(o),
+        purchaser: connection.kind,
+        connectionId: connection.id,
+        dryRun: connection.dryRun,
+        status: waits ? "pending_approval" : "approved",
+        requiresApproval: required,
+        approvalExpiresAt: waits ? new Date(o.now.getTime() + (o.approvalTtlDays ?? 7) * DAY_MS) : null,
+        decidedBy: autoApproved ? "auto" : null,
+        decidedAt: autoApproved || !required ? o.now : null,
+        decisionNote: autoApproved ? `upfront ${o.totalUpfront.toFixed(2)} within auto_approve_max_upfront ${o.autoApproveMaxUpfront!.toFixed(2)}` : null,
+      })
+      .returning({ id: purchases.id });
+    const purchaseId = p!.id;
+    await tx.insert(purchaseItems).values(
+      o.items.map((i, n) => ({ ...itemRow(o, purchaseId, i, n), connectionId: connection.id, dryRun: connection.dryRun, status: waits ? ("pending_approval" as const) : ("approved" as const), nextAttemptAt: o.now })),
+    );
+    const what = `${o.items.length} item(s), upfront ${o.totalUpfront.toFixed(2)} USD, monthly net savings ${o.monthlyNetSavings.toFixed(2)} USD${connection.dryRun ? " (dry run: nothing will be bought)" : ""}`;
+    await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "created", message: `Order placed through purchasing connection "${connection.name}": ${what}.`, at: o.now });
+    if (waits) await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "pending_approval", message: `Waiting for approval until ${new Date(o.now.getTime() + (o.approvalTtlDays ?? 7) * DAY_MS).toISOString()}.`, at: o.now, notify: true });
+    else await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "approved", message: autoApproved ? "Approved automatically: the upfront is within auto_approve_max_upfront." : "No approval required by the template.", at: o.now });
+    return { purchaseId };
+  },
+};
+
+/** The purchaser of this process: a test may set `s.extras.purchaser`. */
 export function purchaserOf(s: Services): Purchaser {
-  return (s.extras.purchaser as Purchaser | undefined) ?? ledgerPurchaser;
+  return (s.extras.purchaser as Purchaser | undefined) ?? connectionPurchaser;
 }

@@ -36,7 +36,7 @@ export interface SupportWebhookPayload {
 }
 
 /** Where a URL points, without credentials or query (for logs and stored errors). */
-function safeTarget(url: string): string {
+export function safeTarget(url: string): string {
   try {
     const u = new URL(url);
     return `${u.protocol}//${u.host}${u.pathname}`;

@@ -20,6 +20,10 @@ export interface AutoPurchaseInput {
   enabled: boolean;
   start_date: string;
   end_date: string | null;
+  /** Purchases wait for an admin's approval (null: whenever the provider's purchasing connection really buys, i.e. is not dry-run). */
+  require_approval: boolean | null;
+  /** Orders whose total upfront (USD) is at most this are approved without a person (null: never). */
+  auto_approve_max_upfront: number | null;
 }
 
 export interface AutoPurchaseView extends AutoPurchaseInput {
@@ -73,6 +77,8 @@ export function autoPurchaseOf(row: TemplateRow): AutoPurchaseInput | null {
     enabled: row.autoPurchaseEnabled ?? false,
     start_date: row.startDate,
     end_date: row.endDate ?? null,
+    require_approval: row.requireApproval ?? null,
+    auto_approve_max_upfront: row.autoApproveMaxUpfront === null ? null : Number(row.autoApproveMaxUpfront),
   };
 }
 
@@ -133,12 +139,20 @@ async function validateTemplate(db: DbOrTx, orgId: string, provider: Provider, c
 }
 
 function completeAutoPurchase(base: AutoPurchaseInput | null, patch: Partial<AutoPurchaseInput>): AutoPurchaseInput {
-  const merged = { ...(base ?? { min_monthly_savings: 0, enabled: false, end_date: null }), ...stripReadOnly(patch) } as Partial<AutoPurchaseInput>;
+  const merged = { ...(base ?? { min_monthly_savings: 0, enabled: false, end_date: null, require_approval: null, auto_approve_max_upfront: null }), ...stripReadOnly(patch) } as Partial<AutoPurchaseInput>;
   const errors: FieldErrors = {};
   if (merged.schedule === undefined) errors["auto_purchase.schedule"] = ["is required"];
   if (merged.start_date === undefined) errors["auto_purchase.start_date"] = ["is required"];
   if (Object.keys(errors).length) throw new ValidationError("auto_purchase needs at least `schedule` and `start_date`.", errors);
-  return { schedule: merged.schedule!, start_date: merged.start_date!, end_date: merged.end_date ?? null, min_monthly_savings: merged.min_monthly_savings ?? 0, enabled: merged.enabled ?? false };
+  return {
+    schedule: merged.schedule!,
+    start_date: merged.start_date!,
+    end_date: merged.end_date ?? null,
+    min_monthly_savings: merged.min_monthly_savings ?? 0,
+    enabled: merged.enabled ?? false,
+    require_approval: merged.require_approval ?? null,
+    auto_approve_max_upfront: merged.auto_approve_max_upfront ?? null,
+  };
 }
 
 /** next_execution_date and last_executed_at are read-only: a GET→PUT round trip may echo them. */
@@ -153,6 +167,8 @@ function autoPurchaseColumns(ap: AutoPurchaseInput | null, scheduleSetOn: string
     schedule: ap?.schedule ?? null,
     minMonthlySavings: ap ? String(ap.min_monthly_savings) : null,
     autoPurchaseEnabled: ap ? ap.enabled : null,
+    requireApproval: ap?.require_approval ?? null,
+    autoApproveMaxUpfront: ap?.auto_approve_max_upfront == null ? null : String(ap.auto_approve_max_upfront),
     startDate: ap?.start_date ?? null,
     endDate: ap?.end_date ?? null,
   };

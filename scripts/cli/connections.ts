@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { isUuid } from "../../lib/ids.ts";
 import { createConnection, listConnections, type ConnectionView } from "../../lib/connections/service.ts";
 import { testConnection, type ConnectionTestResult } from "../../lib/connections/probe.ts";
@@ -8,6 +7,7 @@ import { secretBoxOf } from "../../lib/secrets/index.ts";
 import { rotateSecrets } from "../../lib/secrets/rotate.ts";
 import type { RunView } from "../../lib/connections/service.ts";
 import { CliError, type CliCommand } from "./types.ts";
+import { pairs, secretsFile } from "./args.ts";
 
 function org(v: Record<string, any>): string {
   if (!v.org || !isUuid(String(v.org))) throw new CliError("--org must be an organization id (UUID)");
@@ -18,17 +18,6 @@ function connectionId(positionals: string[]): string {
   const id = positionals[0];
   if (!id || positionals.length > 1 || !isUuid(id)) throw new CliError("give exactly one connection id (UUID)");
   return id;
-}
-
-/** `key=value` flags as an object. */
-function pairs(list: string[] | undefined, flag: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of list ?? []) {
-    const i = item.indexOf("=");
-    if (i < 1) throw new CliError(`${flag} takes key=value, got "${item}"`);
-    out[item.slice(0, i)] = item.slice(i + 1);
-  }
-  return out;
 }
 
 function runText(r: RunView): string {
@@ -47,15 +36,7 @@ export const connectionCommands: CliCommand[] = [
       const kind = String(v.kind ?? "");
       if (!(CONNECTION_KINDS as readonly string[]).includes(kind)) throw new CliError(`--kind must be one of ${CONNECTION_KINDS.join(", ")}`);
       if (!v.name) throw new CliError("--name is required");
-      let secrets: Record<string, unknown> = {};
-      if (v["secrets-file"]) {
-        try {
-          secrets = JSON.parse(readFileSync(String(v["secrets-file"]), "utf8"));
-        } catch {
-          throw new CliError("--secrets-file must be a readable JSON object of secret fields");
-        }
-        if (!secrets || typeof secrets !== "object" || Array.isArray(secrets)) throw new CliError("--secrets-file must hold a JSON object");
-      }
+      const secrets = secretsFile(v["secrets-file"]);
       return createConnection(s.db, secretBoxOf(s.config), org(v), { name: String(v.name), kind: kind as ConnectionKind, config: pairs(v.config, "--config"), secrets }, { now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
     },
     human: (c: ConnectionView) => `created connection ${c.id} (${c.kind} "${c.name}"); secrets set: ${c.secrets_set.join(", ") || "none"}`,

@@ -12,6 +12,7 @@ import { planningCommands } from "./planning.ts";
 import { billingCommands } from "./billing.ts";
 import { catalogCommands } from "./catalog.ts";
 import { connectionCommands } from "./connections.ts";
+import { purchasingCommands } from "./purchasing.ts";
 
 const unavailable = () => {
   throw new Error("this command runs without a database");
@@ -19,7 +20,7 @@ const unavailable = () => {
 const noDatabase = new Proxy({} as any, { get: (_t, prop) => (prop === "db" ? new Proxy({}, { get: unavailable }) : prop === "close" ? async () => {} : unavailable) });
 
 /** Every command; features append theirs (one file per feature in scripts/cli/). */
-export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands, ...connectionCommands];
+export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands, ...connectionCommands, ...purchasingCommands];
 
 function help(): string {
   return [

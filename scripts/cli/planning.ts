@@ -5,8 +5,8 @@ import { commitmentPlanTemplates } from "../../lib/db/schema/index.ts";
 import { and, eq } from "drizzle-orm";
 import { configurationOf } from "../../lib/templates/service.ts";
 import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
-import { runDueAutoPurchases } from "../../lib/purchasing/autoPurchase.ts";
-import { purchaserForProcess } from "../../jobs/auto-purchase.ts";
+import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
+import { purchaseHooksForProcess, purchaserForProcess } from "../../jobs/auto-purchase.ts";
 import { CliError, type CliCommand } from "./types.ts";
 import { requiredOption, uuidOption } from "./args.ts";
 
@@ -85,9 +85,13 @@ export const planningCommands: CliCommand[] = [
         if (Number.isNaN(fixed.getTime())) throw new CliError("--now must be an ISO date-time");
         services = { ...s, now: () => fixed };
       }
-      const runs = await runDueAutoPurchases(services, { purchaser: purchaserForProcess(services) });
-      return { runs };
+      return runPurchasingTick(services, { purchaser: purchaserForProcess(services), hooks: purchaseHooksForProcess() });
     },
-    human: (r) => (r.runs.length ? r.runs.map((x: any) => `${x.template_id} ${x.execution_date}: ${x.outcome}${x.purchase_id ? ` (purchase ${x.purchase_id})` : ""}${x.error ? ` — ${x.error}` : ""}`).join("\n") : "nothing due"),
+    human: (r) =>
+      [
+        ...r.runs.map((x: any) => `${x.template_id} ${x.execution_date}: ${x.outcome}${x.purchase_id ? ` (purchase ${x.purchase_id})` : ""}${x.error ? ` — ${x.error}` : ""}`),
+        ...(r.expired_approvals ? [`${r.expired_approvals} approval(s) lapsed`] : []),
+        ...r.items.map((i: any) => `item ${i.item_id} of purchase ${i.purchase_id}: ${i.status}${i.provider_purchase_id ? ` (${i.provider_purchase_id})` : ""}${i.failure_cause ? ` — ${i.failure_cause}` : ""}`),
+      ].join("\n") || "nothing due",
   },
 ];

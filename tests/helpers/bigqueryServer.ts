@@ -8,9 +8,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { gunzipSync } from "node:zlib";
-import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
-import { importSPKI, jwtVerify } from "jose";
+import { randomUUID } from "node:crypto";
+import { googleServiceAccount } from "./googleServiceAccount.ts";
+import { readBody as body, sendJson as send } from "./httpJson.ts";
 
 export interface BigQueryField {
   name: string;
@@ -56,8 +56,6 @@ export interface BigQueryServer {
 }
 
 /** The audience google-auth-library signs service-account assertions for, whatever the key's token_uri. */
-const GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token";
-const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const API_PREFIX = "/bigquery/v2/projects/";
 
 interface Job {
@@ -77,10 +75,8 @@ const STATUS: Record<number, string> = { 400: "INVALID_ARGUMENT", 401: "UNAUTHEN
 
 export async function startBigQueryServer(opts: BigQueryServerOptions): Promise<BigQueryServer> {
   const location = opts.location ?? "US";
-  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-  const verifyKey = await importSPKI(publicKey.export({ type: "spki", format: "pem" }).toString(), "RS256");
-  const clientEmail = `commitops-billing@${opts.projectId}.iam.gserviceaccount.com`;
-  const tokens = new Set<string>();
+  const account = await googleServiceAccount(`commitops-billing@${opts.projectId}.iam.gserviceaccount.com`);
+  const tokens = account.tokens;
   const jobs = new Map<string, Job>();
   const requests: string[] = [];
   let rows = opts.rows;
@@ -88,24 +84,8 @@ export async function startBigQueryServer(opts: BigQueryServerOptions): Promise<
 
   async function token(req: IncomingMessage, res: ServerResponse) {
     const form = new URLSearchParams(await body(req));
-    const oauthError = (error: string, description: string) => send(res, 400, { error, error_description: description });
-    if (form.get("grant_type") !== JWT_BEARER) return oauthError("unsupported_grant_type", "Invalid grant_type: " + form.get("grant_type"));
-    let claims: Record<string, unknown>;
-    try {
-      ({ payload: claims } = await jwtVerify(form.get("assertion") ?? "", verifyKey, {
-        algorithms: ["RS256"],
-        audience: [GOOGLE_TOKEN_AUDIENCE, `${endpoint}/token`],
-      }));
-    } catch {
-      return oauthError("invalid_grant", "Invalid JWT Signature.");
-    }
-    if (claims.iss !== clientEmail) return oauthError("invalid_grant", "Invalid grant: account not found");
-    if (typeof claims.scope !== "string" || !claims.scope.split(" ").some((s) => s.startsWith("https://www.googleapis.com/auth/"))) {
-      return oauthError("invalid_scope", "Invalid OAuth scope or ID token audience provided.");
-    }
-    const accessToken = `ya29.test-${randomBytes(24).toString("base64url")}`;
-    tokens.add(accessToken);
-    send(res, 200, { access_token: accessToken, expires_in: 3599, token_type: "Bearer" });
+    const answer = await account.grant(form, endpoint);
+    send(res, answer.status, answer.body);
   }
 
   /** Resolves `project.dataset.table` the way BigQuery reports a missing or forbidden one. */
@@ -287,16 +267,7 @@ export async function startBigQueryServer(opts: BigQueryServerOptions): Promise<
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const serviceAccountKey = JSON.stringify({
-    type: "service_account",
-    project_id: opts.projectId,
-    private_key_id: randomBytes(20).toString("hex"),
-    private_key: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
-    client_email: clientEmail,
-    client_id: String(100_000_000_000_000_000_000n + BigInt(randomBytes(6).readUIntBE(0, 6))),
-    auth_uri: `${endpoint}/auth`,
-    token_uri: `${endpoint}/token`,
-  });
+  const serviceAccountKey = account.keyFile(opts.projectId, endpoint);
 
   return {
     endpoint,
@@ -326,24 +297,6 @@ interface QueryRequest {
   formatOptions?: { useInt64Timestamp?: boolean };
 }
 
-function body(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    // The client gzips request bodies (content-encoding: gzip), as Google's front ends accept.
-    req.on("end", () => {
-      const raw = Buffer.concat(chunks);
-      resolve((req.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw).toString("utf8"));
-    });
-    req.on("error", reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, value: unknown) {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json; charset=UTF-8", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /** Rows in the REST shape: {f: [{v}]}, scalars as strings, TIMESTAMP as int64 micros or float seconds. */
 function encodeRow(fields: BigQueryField[], row: BigQueryRow, int64Timestamps: boolean): { f: { v: unknown }[] } {

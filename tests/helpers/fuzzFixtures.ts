@@ -46,6 +46,8 @@ export interface FuzzFixtures {
     catalog_sku_id: string[];
     segment_id: string[];
     connection_id: string[];
+    /** No purchase exists in the fuzz org: a well-formed id that answers 404 after every check. */
+    purchase_id: string[];
   };
   /** Pools only DELETE requests draw from; each entry is one deletable thing. */
   disposable: {
@@ -223,6 +225,7 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       catalog_sku_id: Object.values(skus).flat(),
       segment_id: [...segments],
       connection_id: connectionIds.slice(0, 1),
+      purchase_id: [crypto.randomUUID()],
     },
     disposable: {
       estimate_id: disposableEstimates.map((e) => e.id),

@@ -47,17 +47,26 @@ export async function seedCatalog(db: Db, orgId: string): Promise<{ skuId: strin
  * Hourly usage rows of m5 instances in us-east-1 ending at `end` (exclusive): `count(h)`
  * instances during hour h (0 = oldest), one row per hour at $0.10 each on demand.
  */
-export async function seedUsage(db: Db, orgId: string, end: Date, hours: number, count: (h: number, at: Date) => number, instanceType = "m5.large"): Promise<void> {
+export async function seedUsage(
+  db: Db,
+  orgId: string,
+  end: Date,
+  hours: number,
+  count: (h: number, at: Date) => number,
+  instanceType = "m5.large",
+  place: { provider?: "aws" | "azure" | "gcp"; region?: string; od?: number; service?: string } = {},
+): Promise<void> {
+  const { provider = "aws", region = "us-east-1", od = OD, service = "AmazonEC2" } = place;
   const rows = [];
   const start = end.getTime() - hours * 3_600_000;
   for (let h = 0; h < hours; h++) {
     const s = new Date(start + h * 3_600_000);
     const n = count(h, s);
     if (n <= 0) continue;
-    const cost = (n * OD).toFixed(6);
+    const cost = (n * od).toFixed(6);
     rows.push({
       orgId,
-      provider: "aws" as const,
+      provider,
       billingAccountId: "100000000001",
       subAccountId: "200000000001",
       billingPeriod: `${s.toISOString().slice(0, 7)}-01`,
@@ -72,8 +81,8 @@ export async function seedUsage(db: Db, orgId: string, end: Date, hours: number,
       pricingUnit: "Hours",
       consumedQuantity: String(n),
       consumedUnit: "Hours",
-      regionId: "us-east-1",
-      serviceName: "AmazonEC2",
+      regionId: region,
+      serviceName: service,
       instanceType,
       resourceId: `i-${instanceType}`,
     });

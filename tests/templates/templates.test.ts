@@ -111,7 +111,7 @@ describeEachDb("commitment plan templates", (driver) => {
     expect(min.auto_purchase).toBeNull();
     expect(min.configuration).toEqual({ max_upfront_cost: 0, lookback_days: 30, contract_specs: [SPEC], resource_ids: [], renewal_commitment_ids: [] });
     const sched = await create({ provider: "aws", name: "Monthly", configuration: { contract_specs: [SPEC] }, auto_purchase: { schedule: "monthly", start_date: "2026-01-31" } });
-    expect(sched.auto_purchase).toEqual({ schedule: "monthly", min_monthly_savings: 0, enabled: false, start_date: "2026-01-31", end_date: null, next_execution_date: "2026-03-31", last_executed_at: null });
+    expect(sched.auto_purchase).toEqual({ schedule: "monthly", min_monthly_savings: 0, enabled: false, start_date: "2026-01-31", end_date: null, require_approval: null, auto_approve_max_upfront: null, next_execution_date: "2026-03-31", last_executed_at: null });
     expect((await (await t.orgRequest("GET", `${path}/${tpl.id}`)).json())).toEqual(tpl);
     // name limits count code points: 255 emoji are 255 characters
     expect((await t.orgRequest("POST", path, { body: { ...BODY, name: "😀".repeat(255) } })).status).toBe(200);
@@ -199,7 +199,7 @@ describeEachDb("commitment plan templates", (driver) => {
     expect(r.status).toBe(422);
     expect(Object.keys((await r.json()).errors)).toEqual(expect.arrayContaining(["auto_purchase.schedule", "auto_purchase.start_date"]));
     v = await put({ auto_purchase: { schedule: "daily", start_date: "2026-03-20" } });
-    expect(v.auto_purchase).toEqual({ schedule: "daily", min_monthly_savings: 0, enabled: false, start_date: "2026-03-20", end_date: null, next_execution_date: "2026-03-20", last_executed_at: null });
+    expect(v.auto_purchase).toEqual({ schedule: "daily", min_monthly_savings: 0, enabled: false, start_date: "2026-03-20", end_date: null, require_approval: null, auto_approve_max_upfront: null, next_execution_date: "2026-03-20", last_executed_at: null });
     // a GET → PUT round trip (read-only schedule fields echoed back) is accepted
     const full = await (await t.orgRequest("GET", `${path}/${tpl.id}`)).json();
     v = await put({ name: full.name, description: full.description, configuration: full.configuration, auto_purchase: full.auto_purchase });

@@ -151,7 +151,11 @@ export const commitments = pgTable(
     insured: boolean("insured").notNull().default(false),
     feeRate: money("fee_rate"),
     lockInEndsAt: timestamp("lock_in_ends_at", { withTimezone: true }),
-    source: text("source", { enum: ["billing", "purchase"] }).notNull().default("billing"),
+    /** billing: discovered from billing rows; purchase: bought by auto-purchase; provider: found in a purchasing connection's listing. */
+    source: text("source", { enum: ["billing", "purchase", "provider"] }).notNull().default("billing"),
+    /** active | pending | retired as the provider last listed it (purchasing connections' inventory job); null when never listed. */
+    providerState: text("provider_state", { enum: ["active", "pending", "retired"] }),
+    reconciledAt: timestamp("reconciled_at", { withTimezone: true }),
     /** The purchase that created it, when source = purchase. */
     purchaseId: uuid("purchase_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),

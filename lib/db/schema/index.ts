@@ -9,3 +9,4 @@ export * from "./planning.ts";
 export * from "./support.ts";
 export * from "./reports.ts";
 export * from "./connections.ts";
+export * from "./purchasing.ts";

@@ -57,6 +57,10 @@ export const commitmentPlanTemplates = pgTable(
     schedule: text("schedule", { enum: ["daily", "weekly", "monthly"] }),
     minMonthlySavings: money("min_monthly_savings"),
     autoPurchaseEnabled: boolean("auto_purchase_enabled"),
+    /** null: approval required when the provider's purchasing connection really buys (not dry-run). */
+    requireApproval: boolean("require_approval"),
+    /** Orders whose total upfront is at most this are approved without a person (null: never). */
+    autoApproveMaxUpfront: money("auto_approve_max_upfront"),
     startDate: date("start_date"),
     endDate: date("end_date"),
     /** UTC day the schedule was last set or changed: earlier slots are never run. */
@@ -158,7 +162,12 @@ export const purchaseRuns = pgTable(
   (t) => [uniqueIndex("purchase_runs_template_date_uq").on(t.templateId, t.executionDate), index("purchase_runs_pending_idx").on(t.status).where(sql`status = 'pending'`)],
 );
 
-/** The purchase ledger: one order per (template, execution date) at most, enforced here too. */
+/**
+ * One order per (template, execution date) at most: a generated plan's items to buy. Bought by
+ * the ledger (no purchasing connection: demo inventory, confirmed at once) or at the provider
+ * through the org's purchasing connection, item by item (purchase_items), after approval when
+ * the template asks for it.
+ */
 export const purchases = pgTable(
   "purchases",
   {
@@ -168,17 +177,31 @@ export const purchases = pgTable(
     templateId: uuid("template_id").references(() => commitmentPlanTemplates.id, { onDelete: "set null" }),
     executionDate: date("execution_date"),
     planId: uuid("plan_id").notNull().references(() => commitmentPlans.id),
-    /** Idempotency key handed to the purchaser (cloud adapters pass it as the client token). */
+    /** `<template id>:<execution date>`: the same slot always yields the same key. */
     idempotencyKey: text("idempotency_key").notNull(),
+    /** ledger | aws_purchasing | azure_purchasing | gcp_purchasing */
     purchaser: text("purchaser").notNull(),
-    status: text("status", { enum: ["completed"] }).notNull().default("completed"),
+    /** The purchasing connection that buys it (null: the ledger). Plain uuid: a deleted connection leaves the history. */
+    connectionId: uuid("connection_id"),
+    dryRun: boolean("dry_run").notNull().default(false),
+    status: text("status", { enum: ["pending_approval", "approved", "confirmed", "partially_failed", "failed", "rejected", "expired", "dry_run"] }).notNull(),
     totalUpfrontCost: money("total_upfront_cost").notNull(),
     monthlyNetSavings: money("monthly_net_savings").notNull(),
     itemCount: integer("item_count").notNull(),
+    requiresApproval: boolean("requires_approval").notNull().default(false),
+    /** A pending approval lapses then (prices and usage go stale) and the plan is regenerated. */
+    approvalExpiresAt: timestamp("approval_expires_at", { withTimezone: true }),
+    /** Who approved or rejected it (an API key or user id, or `auto` under auto_approve_max_upfront). */
+    decidedBy: text("decided_by"),
+    decidedAt: timestamp("decided_at", { withTimezone: true }),
+    decisionNote: text("decision_note"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("purchases_idempotency_uq").on(t.orgId, t.idempotencyKey),
     uniqueIndex("purchases_template_date_uq").on(t.templateId, t.executionDate).where(sql`template_id IS NOT NULL`),
+    index("purchases_org_status_idx").on(t.orgId, t.status, t.createdAt),
+    index("purchases_pending_approval_idx").on(t.approvalExpiresAt).where(sql`status = 'pending_approval'`),
   ],
 );

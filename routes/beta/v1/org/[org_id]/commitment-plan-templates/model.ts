@@ -58,6 +58,10 @@ export const AutoPurchaseBody = t.Object(
     enabled: t.Optional(t.Boolean({ description: "false: regenerate plans on the schedule without buying" })),
     start_date: t.Optional(DateString()),
     end_date: t.Optional(t.Union([DateString(), t.Null()])),
+    require_approval: t.Optional(
+      t.Union([t.Boolean(), t.Null()], { description: "Purchases wait for an admin's POST /purchases/{id}/approve. null (default): required whenever the provider's purchasing connection really buys (is not dry-run)" }),
+    ),
+    auto_approve_max_upfront: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1e15 }), t.Null()], { description: "Orders whose total upfront (USD) is at most this are approved without a person; null: never" })),
     next_execution_date: t.Optional(t.Union([DateString(), t.Null()], { description: "Read-only; ignored" })),
     last_executed_at: t.Optional(t.Union([t.String({ maxLength: 64 }), t.Null()], { description: "Read-only; ignored" })),
   },

@@ -1,0 +1,327 @@
+/**
+ * The purchase state machine (DESIGN §14), item by item:
+ *
+ *   pending_approval → approved → submitting → confirmed | failed      (dry-run items → dry_run)
+ *
+ * A purchase spans our database and a provider that is not transactional, so:
+ * 1. Claim (one short transaction): an `approved` item becomes `submitting` with its
+ *    submission time and a lease; its token was committed with the order. Nothing reaches the
+ *    provider before this commits: never a purchase without a recorded intent.
+ * 2. Call the provider outside any transaction, with the item's token.
+ * 3. Record the outcome (one transaction): confirmed with the provider's id and actual price,
+ *    and the commitment in the inventory; or failed with its cause.
+ * A worker that dies anywhere leaves the item `submitting`; once its lease lapses any replica
+ * takes it and first asks the provider whether the token already bought something
+ * (`findExisting`), buying only when it did not. Where the API takes the token (savings plans,
+ * RDS, Azure, GCP) a repeated purchase is the same purchase anyway; for EC2 reserved instances,
+ * which take none, that lookup is what keeps it to one. A confirmed provider id is unique per
+ * connection, so no two items can adopt one purchase.
+ */
+import { hostname } from "node:os";
+import { and, asc, eq, inArray, isNotNull, isNull, lt, lte, ne, or } from "drizzle-orm";
+import { commitments, purchaseItems, purchasingConnections } from "../db/schema/index.ts";
+import type { Services } from "../services.ts";
+import { INSURED_TERMS } from "../templates/enums.ts";
+import { errorForLog } from "../log.ts";
+import { secretBoxOf } from "../secrets/index.ts";
+import { purchasingSettingsOf } from "./connections.ts";
+import { recordEvent } from "./events.ts";
+import { settlePurchase } from "./orders.ts";
+import { providerPurchaserFor } from "./providers/index.ts";
+import { PurchaseFailure, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
+
+type ItemRow = typeof purchaseItems.$inferSelect;
+type ConnectionRow = typeof purchasingConnections.$inferSelect;
+
+/** A retryable failure is tried again this many times (with backoff) before the item fails. */
+export const MAX_ITEM_ATTEMPTS = 8;
+const RETRY_BASE_MS = 60_000;
+const RETRY_MAX_MS = 3_600_000;
+/** A quote may exceed the plan's upfront by rounding only. */
+const PRICE_TOLERANCE = 0.01;
+const DAY_MS = 86_400_000;
+
+/**
+ * Points a test (multi-process crash tests) may stop a worker at: set on `s.extras.purchaseHooks`
+ * by the process entry (jobs/auto-purchase.ts), never by lib/.
+ */
+export interface PurchaseHooks {
+  /** After the intent is committed, before the provider is called. */
+  beforeProviderCall?(item: ItemRow): void | Promise<void>;
+  /** After the provider answered, before the outcome is committed. */
+  afterProviderCall?(item: ItemRow): void | Promise<void>;
+}
+
+export interface ItemReport {
+  item_id: string;
+  purchase_id: string;
+  status: string;
+  provider_purchase_id?: string | null;
+  failure_cause?: string | null;
+}
+
+const WORKER = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+
+export function itemSpec(i: ItemRow): PurchaseItemSpec {
+  return {
+    token: i.token,
+    commitmentType: i.commitmentType,
+    contractTerm: i.contractTerm,
+    paymentOption: i.paymentOption,
+    region: i.region,
+    instanceType: i.instanceType,
+    instanceFamily: i.instanceFamily,
+    amount: Number(i.amount),
+    maxUpfront: Number(i.plannedUpfront),
+    plannedHourly: Number(i.plannedHourly),
+    submittedAt: i.submittedAt ?? new Date(),
+  };
+}
+
+type Result =
+  | { kind: "confirmed"; outcome: PurchaseOutcome; quote: OfferQuote | null; recovered: boolean }
+  | { kind: "dry_run"; summary: string; quote: OfferQuote }
+  | { kind: "failed"; failure: PurchaseFailure }
+  | { kind: "retry"; message: string; cause: string };
+
+/** Claims the next workable item: approved, or submitting with a lapsed lease (its worker died or gave it back). */
+async function claimItem(s: Services, opts: { purchaseId?: string }): Promise<{ item: ItemRow; recovering: boolean } | null> {
+  const now = s.now();
+  return s.db.transaction(async (tx) => {
+    const [item] = await tx
+      .select()
+      .from(purchaseItems)
+      .where(
+        and(
+          inArray(purchaseItems.status, ["approved", "submitting"]),
+          lte(purchaseItems.nextAttemptAt, now),
+          or(isNull(purchaseItems.claimedUntil), lt(purchaseItems.claimedUntil, now)),
+          opts.purchaseId ? eq(purchaseItems.purchaseId, opts.purchaseId) : undefined,
+        ),
+      )
+      .orderBy(asc(purchaseItems.nextAttemptAt), asc(purchaseItems.createdAt), asc(purchaseItems.position))
+      .limit(1)
+      .for("update", { skipLocked: true });
+    if (!item) return null;
+    const recovering = item.status === "submitting";
+    const lease = new Date(now.getTime() + s.config.purchaseLeaseSeconds * 1000);
+    const [claimed] = await tx
+      .update(purchaseItems)
+      .set({ status: "submitting", submittedAt: item.submittedAt ?? now, attempts: item.attempts + 1, claimedBy: WORKER, claimedUntil: lease, updatedAt: now })
+      .where(eq(purchaseItems.id, item.id))
+      .returning();
+    if (!recovering) {
+      await recordEvent(tx, {
+        orgId: item.orgId,
+        purchaseId: item.purchaseId,
+        itemId: item.id,
+        event: "submitting",
+        message: `Item ${item.position}: intent recorded with token ${item.token}${item.dryRun ? " (dry run)" : ""}; calling the provider.`,
+        at: now,
+      });
+    }
+    return { item: claimed!, recovering };
+  });
+}
+
+async function callProvider(p: ProviderPurchaser, item: ItemRow, recovering: boolean, claimedIds: ReadonlySet<string>): Promise<Result> {
+  const spec = itemSpec(item);
+  try {
+    if (item.dryRun) {
+      const quote = await p.quote(spec);
+      if (quote.upfront > spec.maxUpfront + PRICE_TOLERANCE) throw priceChanged(spec, quote);
+      const { summary } = await p.dryRun(spec, quote);
+      return { kind: "dry_run", summary, quote };
+    }
+    if (recovering) {
+      const existing = await p.findExisting(spec, claimedIds);
+      if (existing) return { kind: "confirmed", outcome: existing, quote: null, recovered: true };
+    }
+    const quote = await p.quote(spec);
+    if (quote.upfront > spec.maxUpfront + PRICE_TOLERANCE) throw priceChanged(spec, quote);
+    const outcome = await p.buy(spec, quote);
+    return { kind: "confirmed", outcome, quote, recovered: false };
+  } catch (e) {
+    if (e instanceof PurchaseFailure) return e.retryable ? { kind: "retry", message: e.message, cause: e.cause } : { kind: "failed", failure: e };
+    return { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };
+  }
+}
+
+function priceChanged(spec: PurchaseItemSpec, quote: OfferQuote): PurchaseFailure {
+  return new PurchaseFailure("price_changed", `The provider now asks ${quote.upfront.toFixed(2)} ${quote.currency} upfront, above the plan's ${spec.maxUpfront.toFixed(2)}: not bought (the next plan prices it anew).`);
+}
+
+const money = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? null : String(n));
+
+async function record(s: Services, item: ItemRow, result: Result): Promise<ItemReport> {
+  const now = s.now();
+  return s.db.transaction(async (tx) => {
+    const [current] = await tx.select().from(purchaseItems).where(eq(purchaseItems.id, item.id)).for("update");
+    // Another worker took the item over after our lease lapsed and has already recorded it.
+    if (!current || current.status !== "submitting") return { item_id: item.id, purchase_id: item.purchaseId, status: current?.status ?? "gone" };
+    const base = { item_id: item.id, purchase_id: item.purchaseId };
+    const event = (name: string, message: string, notify = false, detail: Record<string, unknown> | null = null) =>
+      recordEvent(tx, { orgId: item.orgId, purchaseId: item.purchaseId, itemId: item.id, event: name, message, at: now, notify, detail });
+    switch (result.kind) {
+      case "confirmed": {
+        const o = result.outcome;
+        const q = result.quote;
+        const insured = INSURED_TERMS.has(item.contractTerm);
+        const startsAt = o.startsAt ?? now;
+        const [c] = await tx
+          .insert(commitments)
+          .values({
+            orgId: item.orgId,
+            provider: item.provider,
+            providerCommitmentId: o.providerPurchaseId,
+            name: `${item.commitmentType} ${item.contractTerm} ${item.paymentOption}${item.instanceType ? ` ${item.instanceType}` : ""}${item.region ? ` ${item.region}` : ""}`,
+            commitmentType: item.commitmentType,
+            category: item.instanceType ? "Usage" : "Spend",
+            contractTerm: item.contractTerm,
+            paymentOption: item.paymentOption,
+            region: item.region,
+            instanceType: item.instanceType,
+            instanceFamily: item.instanceFamily,
+            startsAt,
+            endsAt: o.endsAt ?? new Date(startsAt.getTime() + item.durationSeconds * 1000),
+            amount: item.amount,
+            upfrontCost: String(o.upfront),
+            recurringHourlyCost: String(o.hourly),
+            insured,
+            feeRate: item.feeRate,
+            lockInEndsAt: insured && item.lockInDays ? new Date(startsAt.getTime() + item.lockInDays * DAY_MS) : null,
+            source: "purchase",
+            purchaseId: item.purchaseId,
+            providerState: "pending",
+            reconciledAt: now,
+          })
+          .onConflictDoUpdate({ target: [commitments.orgId, commitments.provider, commitments.providerCommitmentId], set: { purchaseId: item.purchaseId, source: "purchase" } })
+          .returning({ id: commitments.id });
+        await tx
+          .update(purchaseItems)
+          .set({
+            status: "confirmed",
+            offeringId: current.offeringId ?? q?.offeringId ?? null,
+            quotedUpfront: money(q?.upfront) ?? current.quotedUpfront,
+            quotedHourly: money(q?.hourly) ?? current.quotedHourly,
+            providerPurchaseId: o.providerPurchaseId,
+            providerState: o.providerState,
+            actualUpfront: String(o.upfront),
+            actualHourly: String(o.hourly),
+            currency: o.currency,
+            startsAt: o.startsAt,
+            endsAt: o.endsAt,
+            commitmentId: c!.id,
+            failureCause: null,
+            failureMessage: null,
+            claimedBy: null,
+            claimedUntil: null,
+            finishedAt: now,
+            updatedAt: now,
+          })
+          .where(eq(purchaseItems.id, item.id));
+        await event(
+          "item_confirmed",
+          `Item ${item.position}: ${result.recovered ? "found at the provider under its token after an interrupted attempt" : "bought"}: ${o.providerPurchaseId} (${o.providerState}), upfront ${o.upfront.toFixed(2)} ${o.currency}, ${o.hourly} ${o.currency}/h.`,
+          false,
+          { provider_purchase_id: o.providerPurchaseId, recovered: result.recovered },
+        );
+        await settlePurchase(tx, item.purchaseId, now);
+        return { ...base, status: "confirmed", provider_purchase_id: o.providerPurchaseId };
+      }
+      case "dry_run": {
+        await tx
+          .update(purchaseItems)
+          .set({ status: "dry_run", offeringId: result.quote.offeringId, quotedUpfront: String(result.quote.upfront), quotedHourly: String(result.quote.hourly), currency: result.quote.currency, dryRunSummary: result.summary.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
+          .where(eq(purchaseItems.id, item.id));
+        await event("item_dry_run", `Item ${item.position}: dry run, nothing bought. ${result.summary}`);
+        await settlePurchase(tx, item.purchaseId, now);
+        return { ...base, status: "dry_run" };
+      }
+      case "failed": {
+        const f = result.failure;
+        await tx
+          .update(purchaseItems)
+          .set({ status: "failed", failureCause: f.cause, failureMessage: f.message.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
+          .where(eq(purchaseItems.id, item.id));
+        await event("item_failed", `Item ${item.position}: not bought (${f.cause}): ${f.message}`, false, { cause: f.cause });
+        await settlePurchase(tx, item.purchaseId, now);
+        return { ...base, status: "failed", failure_cause: f.cause };
+      }
+      case "retry": {
+        if (current.attempts >= MAX_ITEM_ATTEMPTS) {
+          // Given up: a purchase the provider made under the token after all is found by the inventory listing, not bought again.
+          await tx
+            .update(purchaseItems)
+            .set({ status: "failed", failureCause: result.cause === "internal" ? "internal" : "unreachable", failureMessage: `Gave up after ${current.attempts} attempts: ${result.message}`.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
+            .where(eq(purchaseItems.id, item.id));
+          await event("item_failed", `Item ${item.position}: gave up after ${current.attempts} attempts (${result.cause}): ${result.message}`, false, { cause: result.cause });
+          await settlePurchase(tx, item.purchaseId, now);
+          return { ...base, status: "failed", failure_cause: result.cause };
+        }
+        const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (current.attempts - 1));
+        // Stays `submitting`: the call may have reached the provider, so the next attempt looks before it buys.
+        await tx
+          .update(purchaseItems)
+          .set({ failureCause: result.cause, failureMessage: result.message.slice(0, 2000), claimedBy: null, claimedUntil: null, nextAttemptAt: new Date(now.getTime() + delay), updatedAt: now })
+          .where(eq(purchaseItems.id, item.id));
+        await event("item_retry", `Item ${item.position}: attempt ${current.attempts} did not finish (${result.cause}): ${result.message}; next attempt in ${Math.round(delay / 60_000)} min, looking for the purchase first.`, false, { cause: result.cause });
+        return { ...base, status: "submitting", failure_cause: result.cause };
+      }
+    }
+  });
+}
+
+/** Provider ids already adopted by items of this connection: a recovery lookup must not take them. */
+async function claimedProviderIds(s: Services, connectionId: string, exceptItem: string): Promise<Set<string>> {
+  const rows = await s.db
+    .select({ id: purchaseItems.providerPurchaseId })
+    .from(purchaseItems)
+    .where(and(eq(purchaseItems.connectionId, connectionId), isNotNull(purchaseItems.providerPurchaseId), ne(purchaseItems.id, exceptItem)));
+  return new Set(rows.map((r) => r.id!));
+}
+
+/**
+ * Works off every item this process can claim (optionally of one purchase). Safe on any number
+ * of replicas at once; returns what happened to each item it touched.
+ */
+export async function processPurchaseItems(s: Services, opts: { purchaseId?: string; hooks?: PurchaseHooks } = {}): Promise<ItemReport[]> {
+  const hooks = opts.hooks ?? (s.extras.purchaseHooks as PurchaseHooks | undefined) ?? {};
+  const reports: ItemReport[] = [];
+  const purchasers = new Map<string, ProviderPurchaser>();
+  try {
+    for (;;) {
+      const claim = await claimItem(s, { purchaseId: opts.purchaseId });
+      if (!claim) break;
+      const { item, recovering } = claim;
+      let result: Result;
+      const [connection] = item.connectionId ? await s.db.select().from(purchasingConnections).where(eq(purchasingConnections.id, item.connectionId)) : [];
+      if (!connection || (!connection.enabled && !recovering)) {
+        result = { kind: "failed", failure: new PurchaseFailure("refused", connection ? "The purchasing connection is disabled: enable it, and the next plan buys anew." : "The purchasing connection of this item was deleted before it was bought.") };
+      } else {
+        try {
+          const purchaser = purchasers.get(connection.id) ?? (await purchaserOfConnection(s, connection));
+          purchasers.set(connection.id, purchaser);
+          await hooks.beforeProviderCall?.(item);
+          result = await callProvider(purchaser, item, recovering, await claimedProviderIds(s, connection.id, item.id));
+          await hooks.afterProviderCall?.(item);
+        } catch (e) {
+          result = { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };
+        }
+      }
+      const report = await record(s, item, result);
+      if (result.kind === "retry") s.log.warn("purchase item attempt failed", { item_id: item.id, purchase_id: item.purchaseId, cause: result.cause, error: errorForLog(result.message) });
+      else s.log.info("purchase item", { ...report });
+      reports.push(report);
+    }
+  } finally {
+    for (const p of purchasers.values()) await Promise.resolve(p.close?.()).catch(() => {});
+  }
+  return reports;
+}
+
+async function purchaserOfConnection(s: Services, c: ConnectionRow): Promise<ProviderPurchaser> {
+  return providerPurchaserFor(purchasingSettingsOf(secretBoxOf(s.config), c), { now: () => s.now() });
+}
+
+export { purchaserOfConnection };

@@ -1,0 +1,232 @@
+/**
+ * Purchases (orders) as people see and decide them: the list and one purchase with its items
+ * and story, approval and rejection, the lapse of stale approvals (whose plans are then
+ * regenerated, never bought stale), and the order's status settled from its items'.
+ */
+import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
+import type { DbOrTx, Tx } from "../db/index.ts";
+import { purchaseEvents, purchaseItems, purchases } from "../db/schema/index.ts";
+import { ConflictError, NotFoundError } from "../errors.ts";
+import { queryRows } from "../billing/sql.ts";
+import { utcDate } from "../templates/schedule.ts";
+import type { Services } from "../services.ts";
+import { eventView, recordEvent } from "./events.ts";
+
+export const PURCHASE_STATUSES = ["pending_approval", "approved", "confirmed", "partially_failed", "failed", "rejected", "expired", "dry_run"] as const;
+export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
+export const ITEM_STATUSES = ["pending_approval", "approved", "submitting", "confirmed", "failed", "rejected", "expired", "dry_run"] as const;
+
+type PurchaseRow = typeof purchases.$inferSelect;
+type ItemRow = typeof purchaseItems.$inferSelect;
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+const num = (v: string | null) => (v === null ? null : Number(v));
+const cents = (v: string | null) => (v === null ? null : Math.round(Number(v) * 100) / 100);
+
+export function itemView(i: ItemRow) {
+  return {
+    id: i.id,
+    position: i.position,
+    status: i.status,
+    dry_run: i.dryRun,
+    commitment_type: i.commitmentType,
+    contract_term: i.contractTerm,
+    payment_option: i.paymentOption,
+    region: i.region,
+    instance_type: i.instanceType,
+    instance_family: i.instanceFamily,
+    amount: num(i.amount)!,
+    planned_upfront_cost: cents(i.plannedUpfront)!,
+    planned_hourly_cost: num(i.plannedHourly)!,
+    monthly_net_savings: cents(i.monthlyNetSavings)!,
+    idempotency_token: i.token,
+    offering_id: i.offeringId,
+    quoted_upfront_cost: cents(i.quotedUpfront),
+    quoted_hourly_cost: num(i.quotedHourly),
+    provider_purchase_id: i.providerPurchaseId,
+    provider_state: i.providerState,
+    actual_upfront_cost: cents(i.actualUpfront),
+    actual_hourly_cost: num(i.actualHourly),
+    currency: i.currency,
+    starts_at: iso(i.startsAt),
+    ends_at: iso(i.endsAt),
+    commitment_id: i.commitmentId,
+    dry_run_summary: i.dryRunSummary,
+    failure_cause: i.failureCause,
+    failure_message: i.failureMessage,
+    attempts: i.attempts,
+    submitted_at: iso(i.submittedAt),
+    finished_at: iso(i.finishedAt),
+  };
+}
+
+export function purchaseSummaryView(p: PurchaseRow) {
+  return {
+    id: p.id,
+    provider: p.provider,
+    status: p.status,
+    purchaser: p.purchaser,
+    connection_id: p.connectionId,
+    dry_run: p.dryRun,
+    template_id: p.templateId,
+    execution_date: p.executionDate,
+    plan_id: p.planId,
+    item_count: p.itemCount,
+    total_upfront_cost: cents(p.totalUpfrontCost)!,
+    monthly_net_savings: cents(p.monthlyNetSavings)!,
+    requires_approval: p.requiresApproval,
+    approval_expires_at: iso(p.approvalExpiresAt),
+    decided_by: p.decidedBy,
+    decided_at: iso(p.decidedAt),
+    decision_note: p.decisionNote,
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+  };
+}
+
+const notFound = () => new NotFoundError("No purchase with this id in this organization.", "purchase_not_found");
+
+export async function listPurchases(db: DbOrTx, orgId: string, opts: { status?: PurchaseStatus; limit?: number } = {}) {
+  const rows = await db
+    .select()
+    .from(purchases)
+    .where(and(eq(purchases.orgId, orgId), opts.status ? eq(purchases.status, opts.status) : undefined))
+    .orderBy(desc(purchases.createdAt), desc(purchases.id))
+    .limit(opts.limit ?? 100);
+  return rows.map(purchaseSummaryView);
+}
+
+export async function getPurchase(db: DbOrTx, orgId: string, id: string) {
+  const [p] = await db.select().from(purchases).where(and(eq(purchases.orgId, orgId), eq(purchases.id, id)));
+  if (!p) throw notFound();
+  const items = await db.select().from(purchaseItems).where(eq(purchaseItems.purchaseId, id)).orderBy(asc(purchaseItems.position));
+  const story = await db.select().from(purchaseEvents).where(eq(purchaseEvents.purchaseId, id)).orderBy(asc(purchaseEvents.seq));
+  return { ...purchaseSummaryView(p), items: items.map(itemView), events: story.map(eventView) };
+}
+export type PurchaseView = Awaited<ReturnType<typeof getPurchase>>;
+
+async function lockPurchase(tx: Tx, orgId: string, id: string): Promise<PurchaseRow> {
+  const [p] = await tx.select().from(purchases).where(and(eq(purchases.orgId, orgId), eq(purchases.id, id))).for("update");
+  if (!p) throw notFound();
+  return p;
+}
+
+/** Moves a pending order and its waiting items to a final decision, with its event. */
+async function closePending(tx: Tx, p: PurchaseRow, status: "rejected" | "expired", now: Date, who: string | null, message: string, note: string | null = null) {
+  await tx.update(purchases).set({ status, decidedBy: who, decidedAt: now, decisionNote: note, updatedAt: now }).where(eq(purchases.id, p.id));
+  await tx.update(purchaseItems).set({ status, finishedAt: now, updatedAt: now }).where(and(eq(purchaseItems.purchaseId, p.id), eq(purchaseItems.status, "pending_approval")));
+  await recordEvent(tx, { orgId: p.orgId, purchaseId: p.id, event: status, message, at: now, notify: true, detail: note ? { note } : null });
+}
+
+/**
+ * Schedules a regenerated plan for an expired order's template: a new auto-purchase run dated
+ * today (at most one per template and day), which prices today's usage and catalog.
+ */
+async function regenerateLater(tx: Tx, p: PurchaseRow, now: Date): Promise<void> {
+  if (!p.templateId) return;
+  await queryRows(tx, `INSERT INTO purchase_runs (org_id, template_id, execution_date, status) VALUES ($1, $2, $3, 'pending') ON CONFLICT (template_id, execution_date) DO NOTHING`, [p.orgId, p.templateId, utcDate(now)]);
+}
+
+export interface Decision {
+  /** Who decides: the API key or user behind the request. */
+  by: string;
+  note?: string | null;
+}
+
+export async function approvePurchase(s: Services, orgId: string, id: string, d: Decision) {
+  const now = s.now();
+  const outcome = await s.db.transaction(async (tx) => {
+    const p = await lockPurchase(tx, orgId, id);
+    if (p.status === "pending_approval" && p.approvalExpiresAt && p.approvalExpiresAt <= now) {
+      await closePending(tx, p, "expired", now, null, "The approval window lapsed before the approval arrived; the plan will be regenerated.");
+      await regenerateLater(tx, p, now);
+      return "expired" as const;
+    }
+    if (p.status !== "pending_approval") return p.status;
+    await tx.update(purchases).set({ status: "approved", decidedBy: d.by, decidedAt: now, decisionNote: d.note ?? null, updatedAt: now }).where(eq(purchases.id, id));
+    await tx.update(purchaseItems).set({ status: "approved", nextAttemptAt: now, updatedAt: now }).where(and(eq(purchaseItems.purchaseId, id), eq(purchaseItems.status, "pending_approval")));
+    await recordEvent(tx, { orgId, purchaseId: id, event: "approved", message: `Approved by ${d.by}.`, at: now, detail: d.note ? { note: d.note } : null });
+    return "approved" as const;
+  });
+  if (outcome === "expired") throw new ConflictError("This purchase's approval window has lapsed: it was not bought and its plan will be regenerated.", "purchase_expired");
+  if (outcome !== "approved") throw new ConflictError(`This purchase is ${outcome}: only a purchase pending approval can be approved.`, "purchase_not_pending");
+  return getPurchase(s.db, orgId, id);
+}
+
+export async function rejectPurchase(s: Services, orgId: string, id: string, d: Decision) {
+  const now = s.now();
+  const status = await s.db.transaction(async (tx) => {
+    const p = await lockPurchase(tx, orgId, id);
+    if (p.status !== "pending_approval") return p.status;
+    await closePending(tx, p, "rejected", now, d.by, `Rejected by ${d.by}.`, d.note ?? null);
+    return "rejected" as const;
+  });
+  if (status !== "rejected") throw new ConflictError(`This purchase is ${status}: only a purchase pending approval can be rejected.`, "purchase_not_pending");
+  return getPurchase(s.db, orgId, id);
+}
+
+/** Orders of a template still waiting for approval give way to a newer plan of that template. */
+export async function supersedePendingApprovals(tx: Tx, orgId: string, templateId: string, now: Date): Promise<void> {
+  const pending = await tx
+    .select()
+    .from(purchases)
+    .where(and(eq(purchases.orgId, orgId), eq(purchases.templateId, templateId), eq(purchases.status, "pending_approval")))
+    .for("update");
+  for (const p of pending) await closePending(tx, p, "expired", now, null, "Superseded by a newer plan of the same template before it was approved: not bought.");
+}
+
+/** Lapses every approval past its window (claimed row by row; replicas skip each other's). Returns how many lapsed. */
+export async function expireStaleApprovals(s: Services): Promise<number> {
+  let expired = 0;
+  for (;;) {
+    const now = s.now();
+    const done = await s.db.transaction(async (tx) => {
+      const [p] = await tx
+        .select()
+        .from(purchases)
+        .where(and(eq(purchases.status, "pending_approval"), lte(purchases.approvalExpiresAt, now)))
+        .orderBy(asc(purchases.approvalExpiresAt))
+        .limit(1)
+        .for("update", { skipLocked: true });
+      if (!p) return false;
+      await closePending(tx, p, "expired", now, null, "Not approved within PURCHASE_APPROVAL_TTL_DAYS: not bought (prices and usage go stale); the plan will be regenerated.");
+      await regenerateLater(tx, p, now);
+      return true;
+    });
+    if (!done) return expired;
+    expired++;
+  }
+}
+
+/** Whether the template has an order being bought now: a new plan must wait for it, or it would buy the same need twice. */
+export async function purchaseInFlight(db: DbOrTx, templateId: string): Promise<boolean> {
+  const rows = await db
+    .select({ id: purchaseItems.id })
+    .from(purchaseItems)
+    .innerJoin(purchases, eq(purchases.id, purchaseItems.purchaseId))
+    .where(and(eq(purchases.templateId, templateId), inArray(purchaseItems.status, ["approved", "submitting"])))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** The order's status once none of its items is open any more; recorded with the outcome event. */
+export async function settlePurchase(tx: Tx, purchaseId: string, now: Date): Promise<void> {
+  const [p] = await tx.select().from(purchases).where(eq(purchases.id, purchaseId)).for("update");
+  if (!p || p.status !== "approved") return;
+  const counts = await queryRows<{ status: string; n: number }>(tx, `SELECT status, count(*)::int AS n FROM purchase_items WHERE purchase_id = $1 GROUP BY status`, [purchaseId]);
+  const by = Object.fromEntries(counts.map((c) => [c.status, Number(c.n)]));
+  if ((by.approved ?? 0) + (by.submitting ?? 0) + (by.pending_approval ?? 0) > 0) return;
+  const confirmed = by.confirmed ?? 0;
+  const failed = by.failed ?? 0;
+  const status: PurchaseStatus = by.dry_run && !confirmed && !failed ? "dry_run" : failed === 0 ? "confirmed" : confirmed === 0 ? "failed" : "partially_failed";
+  await tx.update(purchases).set({ status, updatedAt: now }).where(eq(purchases.id, purchaseId));
+  const message =
+    status === "dry_run"
+      ? `Dry run complete: ${by.dry_run} item(s) priced and checked at the provider; nothing was bought.`
+      : status === "confirmed"
+        ? `All ${confirmed} item(s) bought at the provider.`
+        : status === "failed"
+          ? `No item could be bought (${failed} failed).`
+          : `${confirmed} item(s) bought, ${failed} failed.`;
+  await recordEvent(tx, { orgId: p.orgId, purchaseId, event: status, message, at: now, notify: true });
+}

@@ -1,0 +1,53 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { approvePurchase, getPurchase, listPurchases, rejectPurchase } from "../../../../../../lib/purchasing/orders.ts";
+import { processPurchaseItems } from "../../../../../../lib/purchasing/executor.ts";
+import type { Principal } from "../../../../../../lib/auth/principal.ts";
+import { errorForLog } from "../../../../../../lib/log.ts";
+import { DecisionBody, ListPurchasesQuery, Purchase, PurchaseParams, PurchaseSummary } from "./model.ts";
+
+const tags = ["Purchases"];
+const decider = (p: Principal) => (p.userId ? `user:${p.userId}` : `${p.kind}:${p.credentialId}`);
+
+export default defineRoutes((s, prefix) =>
+  orgRoutes(s, prefix)
+    .get("", ({ principal, query }) => listPurchases(s.db, principal.orgId, { status: query.status, limit: query.page_size }), {
+      scope: "purchases:read",
+      query: ListPurchasesQuery,
+      response: { 200: t.Array(PurchaseSummary) },
+      detail: { tags, summary: "Commitment purchases, newest first (filter by status, e.g. pending_approval)" },
+    })
+    .get("/:purchase_id", ({ principal, params }) => getPurchase(s.db, principal.orgId, params.purchase_id), {
+      scope: "purchases:read",
+      params: PurchaseParams,
+      response: { 200: Purchase },
+      detail: { tags, summary: "One purchase: its items (state, token, provider id, price) and its story" },
+    })
+    .post(
+      "/:purchase_id/approve",
+      async ({ principal, params, body }) => {
+        const p = await approvePurchase(s, principal.orgId, params.purchase_id, { by: decider(principal), note: body?.note });
+        // Bought here at once unless another replica is faster; any replica's auto-purchase job takes what is left.
+        processPurchaseItems(s, { purchaseId: p.id }).catch((e) => s.log.error("purchase after approval failed", { purchase_id: p.id, error: errorForLog(e) }));
+        return p;
+      },
+      {
+        scope: "purchases:write",
+        params: PurchaseParams,
+        body: t.Optional(DecisionBody),
+        response: { 200: Purchase },
+        detail: { tags, summary: "Approve a purchase pending approval: its items are bought at the provider (409 when it is not pending or has lapsed)" },
+      },
+    )
+    .post(
+      "/:purchase_id/reject",
+      ({ principal, params, body }) => rejectPurchase(s, principal.orgId, params.purchase_id, { by: decider(principal), note: body?.note }),
+      {
+        scope: "purchases:write",
+        params: PurchaseParams,
+        body: t.Optional(DecisionBody),
+        response: { 200: Purchase },
+        detail: { tags, summary: "Reject a purchase pending approval: nothing is bought (409 when it is not pending)" },
+      },
+    ),
+);

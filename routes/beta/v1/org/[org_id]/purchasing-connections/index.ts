@@ -1,0 +1,81 @@
+import { t } from "elysia";
+import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import {
+  createPurchasingConnection,
+  deletePurchasingConnection,
+  getPurchasingConnectionRow,
+  listPurchasingConnections,
+  purchasingConnectionView,
+  updatePurchasingConnection,
+} from "../../../../../../lib/purchasing/connections.ts";
+import { checkPurchasingConnection } from "../../../../../../lib/purchasing/probe.ts";
+import { syncInventory } from "../../../../../../lib/purchasing/inventory.ts";
+import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
+import { CreatePurchasingConnectionBody, InventoryResult, PurchasingConnectionParams, PurchasingConnectionView, PurchasingTestResult, UpdatePurchasingConnectionBody } from "./model.ts";
+
+const tags = ["Purchasing connections"];
+
+export default defineRoutes((s, prefix) => {
+  const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
+  return orgRoutes(s, prefix)
+    .get("", ({ principal }) => listPurchasingConnections(s.db, principal.orgId), {
+      scope: "connections:read",
+      response: { 200: t.Array(PurchasingConnectionView) },
+      detail: { tags, summary: "List the organization's purchasing connections (never their secrets)" },
+    })
+    .post(
+      "",
+      async ({ principal, body, set }) => {
+        const c = await createPurchasingConnection(s.db, secretBoxOf(s.config), principal.orgId, body, writeOptions());
+        set.status = 201;
+        return c;
+      },
+      {
+        scope: "connections:write",
+        body: CreatePurchasingConnectionBody,
+        response: { 201: PurchasingConnectionView },
+        detail: { tags, summary: "Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off)" },
+      },
+    )
+    .get("/:connection_id", async ({ principal, params }) => purchasingConnectionView(await getPurchasingConnectionRow(s.db, principal.orgId, params.connection_id)), {
+      scope: "connections:read",
+      params: PurchasingConnectionParams,
+      response: { 200: PurchasingConnectionView },
+      detail: { tags, summary: "One purchasing connection" },
+    })
+    .patch("/:connection_id", ({ principal, params, body }) => updatePurchasingConnection(s.db, secretBoxOf(s.config), principal.orgId, params.connection_id, body, writeOptions()), {
+      scope: "connections:write",
+      params: PurchasingConnectionParams,
+      body: UpdatePurchasingConnectionBody,
+      response: { 200: PurchasingConnectionView },
+      detail: { tags, summary: "Change a purchasing connection (dry_run: false makes purchases real; null removes a field)" },
+    })
+    .delete(
+      "/:connection_id",
+      async ({ principal, params, set }) => {
+        await deletePurchasingConnection(s.db, principal.orgId, params.connection_id);
+        set.status = 204;
+      },
+      {
+        scope: "connections:write",
+        params: PurchasingConnectionParams,
+        detail: { tags, summary: "Delete a purchasing connection (refused with 409 while it is buying approved items)" },
+      },
+    )
+    .post("/:connection_id/test", ({ principal, params }) => checkPurchasingConnection(s, principal.orgId, params.connection_id), {
+      scope: "connections:write",
+      params: PurchasingConnectionParams,
+      response: { 200: PurchasingTestResult },
+      detail: { tags, summary: "Check the credentials with one read at the provider (nothing is bought)" },
+    })
+    .post(
+      "/:connection_id/inventory",
+      async ({ principal, params }) => syncInventory(s, await getPurchasingConnectionRow(s.db, principal.orgId, params.connection_id)),
+      {
+        scope: "connections:write",
+        params: PurchasingConnectionParams,
+        response: { 200: InventoryResult },
+        detail: { tags, summary: "List the commitments at the provider now and reconcile the inventory (new, modified, expired)" },
+      },
+    );
+});
