@@ -320,8 +320,6 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
   return reports;
 }
 
-async function purchaserOfConnection(s: Services, c: ConnectionRow): Promise<ProviderPurchaser> {
+export async function purchaserOfConnection(s: Services, c: ConnectionRow): Promise<ProviderPurchaser> {
   return providerPurchaserFor(purchasingSettingsOf(secretBoxOf(s.config), c), { now: () => s.now() });
 }
-
-export { purchaserOfConnection };

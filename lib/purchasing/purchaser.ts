@@ -5,7 +5,9 @@
  *   purchase item per plan item are recorded (`pending_approval` or `approved`); the provider is
  *   called afterwards, item by item, by the purchase executor (lib/purchasing/executor.ts);
  * - without one, the ledger "buys" it at once: the order is confirmed and its commitments are
- *   added to the inventory (demos, and orgs that buy by hand from the plans).
+ *   added to the inventory (demos, and orgs that buy by hand from the plans). A disabled
+ *   connection still takes its orders (they fail when bought), so the ledger never records a
+ *   commitment that exists nowhere.
  * A test may set `s.extras.purchaser` to place orders its own way.
  */
 import type { Tx } from "../db/index.ts";
@@ -158,7 +160,9 @@ export const connectionPurchaser: Purchaser = {
   name: "connection",
   async purchase(tx, o) {
     const connection = await purchasingConnectionFor(tx, o.orgId, o.provider);
-    if (!connection || !connection.enabled) return ledgerPurchaser.purchase(tx, o);
+    // A disabled connection still takes the order (its items fail as "disabled" when bought): the
+    // ledger would show commitments in the inventory that nobody bought at the provider.
+    if (!connection) return ledgerPurchaser.purchase(tx, o);
     if (o.templateId) await supersedePendingApprovals(tx, o.orgId, o.templateId, o.now);
     const required = o.requireApproval ?? !connection.dryRun;
     const autoApproved = required && o.autoApproveMaxUpfront != null && o.totalUpfront <= o.autoApproveMaxUpfront;

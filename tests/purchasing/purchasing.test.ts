@@ -39,6 +39,7 @@ describeEachDb("purchasing through the providers", (driver) => {
   let hook: Server;
   let hookUrl = "";
   const delivered: { headers: Record<string, string | string[] | undefined>; body: any }[] = [];
+  let hookStatus = 204;
 
   beforeAll(async () => {
     aws = await startAwsPurchasingServer();
@@ -46,8 +47,8 @@ describeEachDb("purchasing through the providers", (driver) => {
       let body = "";
       req.on("data", (d) => (body += d));
       req.on("end", () => {
-        delivered.push({ headers: req.headers, body: JSON.parse(body) });
-        res.writeHead(204).end();
+        if (hookStatus < 300) delivered.push({ headers: req.headers, body: JSON.parse(body) });
+        res.writeHead(hookStatus).end();
       });
     });
     await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
@@ -422,5 +423,56 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(() => purchasingSettingsOf(rotating, { ...after, id: crypto.randomUUID() })).toThrow();
     await rotateSecrets(t.s.db, new SecretBox(SECRET_KEY, [newKey]));
     expect((purchasingSettingsOf(secretBoxOf(t.s.config), await getPurchasingConnectionRow(t.s.db, org.id, connection.id)).secrets as any).secret_access_key).toBe(SECRET_ACCESS_KEY);
+  });
+
+  test("an order still being bought holds back the template's next slot (purchase_in_progress): never two orders for one need", async () => {
+    const { org, template } = await setup({ dryRun: false, autoPurchase: { require_approval: false } });
+    // The connection drops before AWS hears anything: the item waits for its retry, still `submitting`.
+    aws.failNext("PurchaseReservedInstancesOffering", { network: true });
+    await runPurchasingTick(t.s);
+    expect((await onlyPurchase(org)).items[0].status).toBe("submitting");
+    expect(aws.purchases.ec2).toHaveLength(0);
+    clock = new Date(START.getTime() + DAY);
+    aws.setNow(clock);
+    aws.failNext("PurchaseReservedInstancesOffering", { network: true, times: 5 });
+    const next = await runPurchasingTick(t.s);
+    expect(next.runs.map((r) => [r.template_id, r.outcome])).toEqual([[template.id, "purchase_in_progress"]]);
+    const p = await onlyPurchase(org);
+    expect(p.items[0].attempts).toBe(2);
+    expect(aws.purchases.ec2).toHaveLength(0);
+  });
+
+  test("the webhook retries an event its receiver refused, with backoff, until a 2xx", async () => {
+    const { org } = await setup({ dryRun: false });
+    delivered.length = 0;
+    await runPurchasingTick(t.s);
+    hookStatus = 503;
+    try {
+      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 1 });
+      const [e] = await t.s.handle.query<any>("SELECT delivery_attempts, last_delivery_error, next_delivery_at FROM purchase_events WHERE org_id = $1 AND notify", [org.id]);
+      expect(e).toMatchObject({ delivery_attempts: 1, last_delivery_error: "HTTP 503" });
+      expect(new Date(e.next_delivery_at).getTime()).toBe(clock.getTime() + 5_000);
+      // Not before its time, even with the receiver back.
+      hookStatus = 204;
+      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 0 });
+      clock = new Date(clock.getTime() + 5_000);
+      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 1, failed: 0 });
+      expect(delivered.map((d) => [d.body.event, d.headers["x-commitops-delivery-attempt"]])).toEqual([["purchase.pending_approval", "2"]]);
+      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 0 });
+    } finally {
+      hookStatus = 204;
+    }
+  });
+
+  test("a disabled connection buys nothing and the ledger does not stand in for it: the item fails as refused", async () => {
+    const { org, connection } = await setup({ dryRun: false, autoPurchase: { require_approval: false } });
+    expect((await t.request("PATCH", `/beta/v1/org/${org.id}/purchasing-connections/${connection.id}`, { key: org.key, body: { enabled: false } })).status).toBe(200);
+    await runPurchasingTick(t.s);
+    const p = await onlyPurchase(org);
+    expect(p).toMatchObject({ purchaser: "aws_purchasing", status: "failed" });
+    expect(p.items[0]).toMatchObject({ status: "failed", failure_cause: "refused" });
+    expect(p.items[0].failure_message).toContain("disabled");
+    expect(aws.calls("PurchaseReservedInstancesOffering")).toHaveLength(0);
+    expect(await count("commitments", "org_id = $1 AND source = 'purchase'", [org.id])).toBe(0);
   });
 });
