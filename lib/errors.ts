@@ -84,6 +84,13 @@ export class ServiceUnavailableError extends AppError {
   }
 }
 
+/** A cloud provider refused or could not be reached for what the request asked of it now (`detail.cause` says why). */
+export class ProviderError extends AppError {
+  constructor(message: string, cause: string) {
+    super(502, "provider_error", message, "bad_gateway", {}, { cause });
+  }
+}
+
 export class InternalError extends AppError {
   constructor() {
     super(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");

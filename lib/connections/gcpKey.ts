@@ -44,3 +44,23 @@ export function parseServiceAccountKey(text: string): ServiceAccountKey {
   }
   return key as unknown as ServiceAccountKey;
 }
+
+/** google-auth-library posts every service-account grant here, whatever the key's token_uri says. */
+const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
+
+interface TokenTransport {
+  transporter: { interceptors: { request: { add(interceptor: { resolved: (request: { url: string | URL }) => Promise<unknown> }): unknown } } };
+}
+
+/**
+ * Keys for private or emulated endpoints name their own token endpoint: the auth client's token
+ * requests go there instead of Google's (BigQuery reader and Compute purchaser alike).
+ */
+export async function useKeyTokenEndpoint(client: Promise<unknown>, key: ServiceAccountKey | undefined): Promise<void> {
+  if (!key?.token_uri || key.token_uri === GOOGLE_TOKEN_URL) return;
+  const tokenUrl = new URL(key.token_uri);
+  const auth = (await client) as TokenTransport;
+  auth.transporter.interceptors.request.add({
+    resolved: async (request) => (request.url.toString() === GOOGLE_TOKEN_URL ? { ...request, url: tokenUrl } : request),
+  });
+}

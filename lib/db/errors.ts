@@ -15,6 +15,15 @@ export function pgErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The constraint a PostgreSQL error names (postgres.js `constraint_name`, PGlite `constraint`), or undefined. */
+export function pgConstraintName(err: unknown): string | undefined {
+  for (const e of causes(err)) {
+    const name = e?.constraint_name ?? e?.constraint;
+    if (typeof name === "string") return name;
+  }
+  return undefined;
+}
+
 /** A streamed query produced no first batch within its time limit; it was cancelled at the server. */
 export class QueryTimeoutError extends Error {
   readonly code = "QUERY_TIMEOUT";

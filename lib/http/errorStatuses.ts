@@ -12,5 +12,7 @@ export function SPEC_ERROR_STATUSES(method: string, path: string): number[] {
     return [...base, ...(withValidation ? [422] : []), 429, 503];
   }
   const hasBody = ["post", "put", "patch"].includes(method);
+  // Work done at a provider during the request (a purchasing connection's inventory listing).
+  if (path.endsWith("/inventory")) return [400, 401, 403, 404, 405, 422, 429, 500, 502, 503];
   return [400, 401, 403, 404, 405, ...(hasBody ? [422] : []), 429, 500, 503];
 }

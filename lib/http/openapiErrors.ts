@@ -21,7 +21,7 @@ const REASONS: Record<number, string> = {
   400: "Invalid query or path parameter, or malformed JSON", 401: "Missing, unknown, expired or revoked credential",
   403: "Credential of another organization, or a missing scope", 404: "Unknown resource", 405: "Method not allowed",
   409: "Conflict (e.g. a system-generated template)", 422: "Body failed validation", 429: "Rate limited",
-  500: "Internal error", 503: "Database unavailable",
+  500: "Internal error", 502: "A cloud provider refused or could not be reached (detail.cause)", 503: "Database unavailable",
 };
 
 /**

@@ -10,6 +10,21 @@ export const HOURS_PER_MONTH = 730;
 /** Seconds in an average month (730 h): amortizes an upfront over its duration. */
 export const SECONDS_PER_MONTH = 2_628_000;
 
+/** Money at the edge (DESIGN §12): rounded to cents. */
+export const cents = (v: number | null | undefined): number => Math.round((v ?? 0) * 100) / 100;
+export const centsOrNull = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : cents(v));
+
+/**
+ * What a spend commitment of `hourly` $/h costs over `seconds`: all upfront pays the whole term
+ * at purchase, partial upfront half of it (AWS savings plans), no upfront nothing then and `hourly` every hour.
+ */
+export function spendCommitmentPayments(hourly: number, seconds: number, paymentOption: string): { upfront: number; hourly: number } {
+  const term = hourly * (seconds / 3600);
+  if (paymentOption === "all_upfront") return { upfront: cents(term), hourly: 0 };
+  if (paymentOption === "partial_upfront") return { upfront: cents(term / 2), hourly: Math.round((hourly / 2) * 1e6) / 1e6 };
+  return { upfront: 0, hourly };
+}
+
 export type { Provider } from "../providers.ts";
 import type { Provider } from "../providers.ts";
 export type QuantityBasis = "resource_count" | "usage_hours" | "usage_quantity";

@@ -6,7 +6,7 @@
  */
 import { and, eq, inArray } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
-import { pgErrorCode } from "../db/index.ts";
+import { pgConstraintName, pgErrorCode } from "../db/index.ts";
 import { purchaseItems, purchasingConnections } from "../db/schema/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import type { SecretBox } from "../secrets/secretBox.ts";
@@ -99,8 +99,7 @@ const ofOrg = (orgId: string, id: string) => and(eq(purchasingConnections.orgId,
 
 function conflictOf(e: unknown, name: string, provider: string): unknown {
   if (pgErrorCode(e) !== "23505") return e;
-  const constraint = (e as { constraint_name?: string; cause?: { constraint_name?: string } }).cause?.constraint_name ?? (e as { constraint_name?: string }).constraint_name ?? String((e as Error).message);
-  if (/provider/.test(constraint)) return new ConflictError(`This organization already has a purchasing connection for ${provider}: change that one instead.`, "purchasing_connection_exists");
+  if (pgConstraintName(e) === "purchasing_connections_org_provider_uq") return new ConflictError(`This organization already has a purchasing connection for ${provider}: change that one instead.`, "purchasing_connection_exists");
   return new ConflictError(`A purchasing connection named "${name}" already exists in this organization.`, "connection_name_taken");
 }
 

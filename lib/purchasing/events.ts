@@ -2,7 +2,7 @@
  * A purchase's story, and the outbox of the purchase webhook. Every event is written in the
  * transaction of the change it tells of; the ones worth a person's attention (`notify`: pending
  * approval, and each outcome) are POSTed to PURCHASE_WEBHOOK_URL by `deliverPurchaseEvents`,
- * as the support outbox does: claimed with a lease, retried with backoff until a 2xx, with the
+ * as the support outbox does (lib/webhook.ts): claimed with a lease, retried with backoff until a 2xx, with the
  * event id as `Idempotency-Key` since a crash between the receiver's 2xx and our commit means
  * one more delivery.
  */
@@ -10,8 +10,7 @@ import { and, asc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
 import { purchaseEvents } from "../db/schema/index.ts";
 import type { Services } from "../services.ts";
-import { backoffMs, safeTarget } from "../support/outbox.ts";
-import { errorForLog } from "../log.ts";
+import { backoffMs, postWebhook, safeTarget } from "../webhook.ts";
 
 export interface PurchaseEventInput {
   orgId: string;
@@ -87,40 +86,26 @@ export async function deliverPurchaseEvents(
     if (!claimed.length) break;
     claimed.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
     for (const e of claimed) {
-      let error: string | null = null;
-      try {
-        const payload: PurchaseWebhookPayload = {
-          id: e.id,
-          event: `purchase.${e.event}`,
-          at: e.at.toISOString(),
-          org_id: e.orgId,
-          purchase_id: e.purchaseId,
-          message: e.message,
-          purchase: await viewOf(s.db, e.orgId, e.purchaseId),
-        };
-        const res = await fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": e.id, "user-agent": "commitops-purchase-webhook/1", "x-commitops-delivery-attempt": String(e.deliveryAttempts) },
-          body: JSON.stringify(payload),
-          signal: AbortSignal.timeout(timeoutMs),
-          redirect: "manual",
-        });
-        await res.body?.cancel().catch(() => {});
-        if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
-      } catch (err) {
-        error = err instanceof Error ? err.name === "TimeoutError" ? "timed out" : err.message : String(err);
-      }
+      const payload: PurchaseWebhookPayload = {
+        id: e.id,
+        event: `purchase.${e.event}`,
+        at: e.at.toISOString(),
+        org_id: e.orgId,
+        purchase_id: e.purchaseId,
+        message: e.message,
+        purchase: await viewOf(s.db, e.orgId, e.purchaseId),
+      };
+      const error = await postWebhook(url, payload, { idempotencyKey: e.id, userAgent: "commitops-purchase-webhook/1", attempt: e.deliveryAttempts, timeoutMs });
+      // Only the holder of this lease records the outcome (the timeout keeps a request within it).
+      const mine = and(eq(purchaseEvents.id, e.id), eq(purchaseEvents.deliveryLeaseUntil, e.deliveryLeaseUntil!));
       const at = s.now();
       if (error === null) {
         report.delivered++;
-        await s.db.update(purchaseEvents).set({ deliveredAt: at, deliveryLeaseUntil: null, lastDeliveryError: null }).where(eq(purchaseEvents.id, e.id));
+        await s.db.update(purchaseEvents).set({ deliveredAt: at, deliveryLeaseUntil: null, lastDeliveryError: null }).where(mine);
       } else {
         report.failed++;
-        s.log.warn("purchase webhook delivery failed", { event_id: e.id, target: safeTarget(url), attempts: e.deliveryAttempts, error: errorForLog(error) });
-        await s.db
-          .update(purchaseEvents)
-          .set({ deliveryLeaseUntil: null, lastDeliveryError: error.slice(0, 500), nextDeliveryAt: new Date(at.getTime() + backoffMs(e.deliveryAttempts)) })
-          .where(eq(purchaseEvents.id, e.id));
+        s.log.warn("purchase webhook delivery failed", { event_id: e.id, target: safeTarget(url), attempts: e.deliveryAttempts, error });
+        await s.db.update(purchaseEvents).set({ deliveryLeaseUntil: null, lastDeliveryError: error, nextDeliveryAt: new Date(at.getTime() + backoffMs(e.deliveryAttempts)) }).where(mine);
       }
     }
   }

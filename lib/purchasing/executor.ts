@@ -21,14 +21,14 @@ import { hostname } from "node:os";
 import { and, asc, eq, inArray, isNotNull, isNull, lt, lte, ne, or } from "drizzle-orm";
 import { commitments, purchaseItems, purchasingConnections } from "../db/schema/index.ts";
 import type { Services } from "../services.ts";
-import { INSURED_TERMS } from "../templates/enums.ts";
+import { boughtCommitment, commitmentName } from "./boughtCommitment.ts";
 import { errorForLog } from "../log.ts";
 import { secretBoxOf } from "../secrets/index.ts";
 import { purchasingSettingsOf } from "./connections.ts";
 import { recordEvent } from "./events.ts";
 import { settlePurchase } from "./orders.ts";
 import { providerPurchaserFor } from "./providers/index.ts";
-import { PurchaseFailure, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
+import { PurchaseFailure, refuseAbovePlan, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
 
 type ItemRow = typeof purchaseItems.$inferSelect;
 type ConnectionRow = typeof purchasingConnections.$inferSelect;
@@ -37,9 +37,6 @@ type ConnectionRow = typeof purchasingConnections.$inferSelect;
 export const MAX_ITEM_ATTEMPTS = 8;
 const RETRY_BASE_MS = 60_000;
 const RETRY_MAX_MS = 3_600_000;
-/** A quote may exceed the plan's upfront by rounding only. */
-const PRICE_TOLERANCE = 0.01;
-const DAY_MS = 86_400_000;
 
 /**
  * Points a test (multi-process crash tests) may stop a worker at: set on `s.extras.purchaseHooks`
@@ -61,6 +58,8 @@ export interface ItemReport {
 }
 
 const WORKER = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+
+const describeSpec = (i: PurchaseItemSpec) => commitmentName(i);
 
 export function itemSpec(i: ItemRow): PurchaseItemSpec {
   return {
@@ -124,31 +123,27 @@ async function claimItem(s: Services, opts: { purchaseId?: string }): Promise<{ 
   });
 }
 
-async function callProvider(p: ProviderPurchaser, item: ItemRow, recovering: boolean, claimedIds: ReadonlySet<string>): Promise<Result> {
+async function callProvider(p: ProviderPurchaser, item: ItemRow, recovering: boolean, claimedIds: () => Promise<ReadonlySet<string>>): Promise<Result> {
   const spec = itemSpec(item);
   try {
     if (item.dryRun) {
       const quote = await p.quote(spec);
-      if (quote.upfront > spec.maxUpfront + PRICE_TOLERANCE) throw priceChanged(spec, quote);
+      refuseAbovePlan(spec, quote.upfront, describeSpec(spec));
       const { summary } = await p.dryRun(spec, quote);
       return { kind: "dry_run", summary, quote };
     }
     if (recovering) {
-      const existing = await p.findExisting(spec, claimedIds);
+      const existing = await p.findExisting(spec, await claimedIds());
       if (existing) return { kind: "confirmed", outcome: existing, quote: null, recovered: true };
     }
     const quote = await p.quote(spec);
-    if (quote.upfront > spec.maxUpfront + PRICE_TOLERANCE) throw priceChanged(spec, quote);
+    refuseAbovePlan(spec, quote.upfront, describeSpec(spec));
     const outcome = await p.buy(spec, quote);
     return { kind: "confirmed", outcome, quote, recovered: false };
   } catch (e) {
     if (e instanceof PurchaseFailure) return e.retryable ? { kind: "retry", message: e.message, cause: e.cause } : { kind: "failed", failure: e };
     return { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };
   }
-}
-
-function priceChanged(spec: PurchaseItemSpec, quote: OfferQuote): PurchaseFailure {
-  return new PurchaseFailure("price_changed", `The provider now asks ${quote.upfront.toFixed(2)} ${quote.currency} upfront, above the plan's ${spec.maxUpfront.toFixed(2)}: not bought (the next plan prices it anew).`);
 }
 
 const money = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? null : String(n));
@@ -166,35 +161,9 @@ async function record(s: Services, item: ItemRow, result: Result): Promise<ItemR
       case "confirmed": {
         const o = result.outcome;
         const q = result.quote;
-        const insured = INSURED_TERMS.has(item.contractTerm);
-        const startsAt = o.startsAt ?? now;
         const [c] = await tx
           .insert(commitments)
-          .values({
-            orgId: item.orgId,
-            provider: item.provider,
-            providerCommitmentId: o.providerPurchaseId,
-            name: `${item.commitmentType} ${item.contractTerm} ${item.paymentOption}${item.instanceType ? ` ${item.instanceType}` : ""}${item.region ? ` ${item.region}` : ""}`,
-            commitmentType: item.commitmentType,
-            category: item.instanceType ? "Usage" : "Spend",
-            contractTerm: item.contractTerm,
-            paymentOption: item.paymentOption,
-            region: item.region,
-            instanceType: item.instanceType,
-            instanceFamily: item.instanceFamily,
-            startsAt,
-            endsAt: o.endsAt ?? new Date(startsAt.getTime() + item.durationSeconds * 1000),
-            amount: item.amount,
-            upfrontCost: String(o.upfront),
-            recurringHourlyCost: String(o.hourly),
-            insured,
-            feeRate: item.feeRate,
-            lockInEndsAt: insured && item.lockInDays ? new Date(startsAt.getTime() + item.lockInDays * DAY_MS) : null,
-            source: "purchase",
-            purchaseId: item.purchaseId,
-            providerState: "pending",
-            reconciledAt: now,
-          })
+          .values(boughtCommitment(item, { providerCommitmentId: o.providerPurchaseId, startsAt: o.startsAt ?? now, endsAt: o.endsAt, upfront: o.upfront, hourly: o.hourly, providerState: "pending", at: now }))
           .onConflictDoUpdate({ target: [commitments.orgId, commitments.provider, commitments.providerCommitmentId], set: { purchaseId: item.purchaseId, source: "purchase" } })
           .returning({ id: commitments.id });
         await tx
@@ -303,7 +272,7 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
           const purchaser = purchasers.get(connection.id) ?? (await purchaserOfConnection(s, connection));
           purchasers.set(connection.id, purchaser);
           await hooks.beforeProviderCall?.(item);
-          result = await callProvider(purchaser, item, recovering, await claimedProviderIds(s, connection.id, item.id));
+          result = await callProvider(purchaser, item, recovering, () => claimedProviderIds(s, connection.id, item.id));
           await hooks.afterProviderCall?.(item);
         } catch (e) {
           result = { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };

@@ -9,7 +9,7 @@
  * A provider id may be spelled as an ARN in billing data (`arn:aws:ec2:…:reserved-instances/<id>`)
  * and as a bare id in the listing: both spellings are one commitment.
  */
-import { and, asc, eq, isNull, lt, lte, or } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lt, lte, or } from "drizzle-orm";
 import { commitments, purchasingConnections } from "../db/schema/index.ts";
 import { queryRows } from "../billing/sql.ts";
 import type { Services } from "../services.ts";
@@ -58,6 +58,8 @@ export async function reconcileInventory(s: Services, c: ConnectionRow, listed: 
     for (const row of existing) byBareId.set(bareCommitmentId(row.providerCommitmentId), row);
     const report: InventoryReport = { listed: listed.length, added: 0, updated: 0, retired: 0 };
     const seen = new Set<string>();
+    // Most of a listing is what was listed last time: those rows only get their reconciled time, in one statement.
+    const unchanged: string[] = [];
     for (const p of listed) {
       const bare = bareCommitmentId(p.providerCommitmentId);
       seen.add(bare);
@@ -71,8 +73,12 @@ export async function reconcileInventory(s: Services, c: ConnectionRow, listed: 
       const row = byBareId.get(bare);
       if (row) {
         const changed = row.providerState !== p.state || row.amount === null || Number(row.amount) !== p.amount || row.endsAt?.getTime() !== fields.endsAt?.getTime() || row.startsAt?.getTime() !== p.startsAt?.getTime();
+        if (!changed) {
+          unchanged.push(row.id);
+          continue;
+        }
         await tx.update(commitments).set(fields).where(eq(commitments.id, row.id));
-        if (changed) report.updated++;
+        report.updated++;
         continue;
       }
       await tx.insert(commitments).values({
@@ -94,6 +100,7 @@ export async function reconcileInventory(s: Services, c: ConnectionRow, listed: 
       });
       report.added++;
     }
+    if (unchanged.length) await tx.update(commitments).set({ reconciledAt: now }).where(inArray(commitments.id, unchanged));
     // Listed before and gone now, in a region this listing covered: expired or exchanged at the provider.
     const covered = new Set(regions);
     for (const row of existing) {

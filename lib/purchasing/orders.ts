@@ -11,6 +11,7 @@ import { queryRows } from "../billing/sql.ts";
 import { utcDate } from "../templates/schedule.ts";
 import type { Services } from "../services.ts";
 import { eventView, recordEvent } from "./events.ts";
+import { centsOrNull } from "../pricing/index.ts";
 
 export const PURCHASE_STATUSES = ["pending_approval", "approved", "confirmed", "partially_failed", "failed", "rejected", "expired", "dry_run"] as const;
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
@@ -21,7 +22,7 @@ type ItemRow = typeof purchaseItems.$inferSelect;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const num = (v: string | null) => (v === null ? null : Number(v));
-const cents = (v: string | null) => (v === null ? null : Math.round(Number(v) * 100) / 100);
+const cents = (v: string | null) => centsOrNull(num(v));
 
 export function itemView(i: ItemRow) {
   return {

@@ -14,7 +14,8 @@ import type { Tx } from "../db/index.ts";
 import { commitments, purchaseItems, purchases } from "../db/schema/index.ts";
 import type { Services } from "../services.ts";
 import type { SizedOption } from "../planning/optimize.ts";
-import { INSURED_TERMS, type Provider } from "../templates/enums.ts";
+import type { Provider } from "../templates/enums.ts";
+import { boughtCommitment } from "./boughtCommitment.ts";
 import { purchasingConnectionFor } from "./connections.ts";
 import { recordEvent } from "./events.ts";
 import { supersedePendingApprovals } from "./orders.ts";
@@ -44,8 +45,6 @@ export interface Purchaser {
 }
 
 const DAY_MS = 86_400_000;
-
-const itemName = (i: SizedOption) => `${i.quote.commitmentType} ${i.quote.contractTerm} ${i.quote.paymentOption}${i.instanceType ? ` ${i.instanceType}` : ""}${i.region ? ` ${i.region}` : ""}`;
 const familyOf = (i: SizedOption) => i.groupKey.split("|")[1] ?? null;
 const plannedHourly = (i: SizedOption) => (i.quote.recurringHourlyRate ?? i.quote.effectiveHourlyRate) * i.units;
 
@@ -101,38 +100,12 @@ export const ledgerPurchaser: Purchaser = {
       .returning({ id: purchases.id });
     const purchaseId = p!.id;
     for (const [n, i] of o.items.entries()) {
-      const q = i.quote;
-      const insured = INSURED_TERMS.has(q.contractTerm);
+      const item = itemRow(o, purchaseId, i, n);
       const providerCommitmentId = `commitops-purchase:${purchaseId}:${n + 1}`;
-      const endsAt = new Date(o.now.getTime() + q.durationSeconds * 1000);
-      const [c] = await tx
-        .insert(commitments)
-        .values({
-          orgId: o.orgId,
-          provider: o.provider,
-          providerCommitmentId,
-          name: itemName(i),
-          commitmentType: q.commitmentType,
-          category: q.spendBased ? "Spend" : "Usage",
-          contractTerm: q.contractTerm,
-          paymentOption: q.paymentOption,
-          region: i.region,
-          instanceType: q.spendBased ? null : i.instanceType,
-          instanceFamily: familyOf(i),
-          startsAt: o.now,
-          endsAt,
-          amount: String(i.amount),
-          upfrontCost: String(i.upfrontCost),
-          recurringHourlyCost: String(plannedHourly(i)),
-          insured,
-          feeRate: String(q.feeRate),
-          lockInEndsAt: insured ? new Date(o.now.getTime() + q.lockInDays * DAY_MS) : null,
-          source: "purchase" as const,
-          purchaseId,
-        })
-        .returning({ id: commitments.id });
+      const row = boughtCommitment(item, { providerCommitmentId, startsAt: o.now, endsAt: null, upfront: i.upfrontCost, hourly: plannedHourly(i), providerState: null, at: o.now });
+      const [c] = await tx.insert(commitments).values(row).returning({ id: commitments.id });
       await tx.insert(purchaseItems).values({
-        ...itemRow(o, purchaseId, i, n),
+        ...item,
         status: "confirmed",
         providerPurchaseId: providerCommitmentId,
         providerState: "ledger",
@@ -140,7 +113,7 @@ export const ledgerPurchaser: Purchaser = {
         actualHourly: String(plannedHourly(i)),
         currency: "USD",
         startsAt: o.now,
-        endsAt,
+        endsAt: row.endsAt,
         commitmentId: c!.id,
         finishedAt: o.now,
       });

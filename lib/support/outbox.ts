@@ -1,6 +1,8 @@
 import { and, eq, inArray, isNull, lte, or, lt, sql, asc } from "drizzle-orm";
 import { supportOutbox, supportTickets } from "../db/schema/support.ts";
 import type { Services } from "../services.ts";
+import { backoffMs, postWebhook, safeTarget } from "../webhook.ts";
+
 import { ticketView, ticketUrl, type SupportTicketView } from "./tickets.ts";
 
 export interface DeliverOptions {
@@ -21,13 +23,6 @@ export interface DeliverReport {
 
 /** How long a claimed row stays ours: longer than any request can take (timeoutMs). */
 const LEASE_MS = 120_000;
-const BASE_BACKOFF_MS = 5_000;
-const MAX_BACKOFF_MS = 60 * 60_000;
-
-/** Delay before attempt `attempts + 1` after `attempts` failures: 5 s, 10 s, 20 s … capped at 1 h. */
-export function backoffMs(attempts: number): number {
-  return Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, Math.min(attempts - 1, 20)));
-}
 
 /** The webhook's JSON body for one ticket. */
 export interface SupportWebhookPayload {
@@ -35,15 +30,6 @@ export interface SupportWebhookPayload {
   ticket: SupportTicketView & { ticket_url: string };
 }
 
-/** Where a URL points, without credentials or query (for logs and stored errors). */
-export function safeTarget(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return "(invalid url)";
-  }
-}
 
 /**
  * Delivers due outbox rows to the configured webhook (SUPPORT_WEBHOOK_URL).
@@ -101,25 +87,7 @@ export async function deliverSupportOutbox(s: Services, opts: DeliverOptions = {
           event: "support_ticket.created",
           ticket: { ...view, ticket_url: ticketUrl(s, row.orgId, view.ticket_key) },
         };
-        let error: string | null = null;
-        try {
-          const res = await fetch(url, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              "idempotency-key": view.ticket_key,
-              "user-agent": "commitops-support-webhook/1",
-              "x-commitops-delivery-attempt": String(c.attempts),
-            },
-            body: JSON.stringify(payload),
-            signal: AbortSignal.timeout(timeoutMs),
-            redirect: "manual",
-          });
-          await res.body?.cancel().catch(() => {});
-          if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
-        } catch (e) {
-          error = e instanceof Error && e.name === "TimeoutError" ? `timed out after ${timeoutMs} ms` : `request failed: ${e instanceof Error ? e.name : "error"}`;
-        }
+        const error = await postWebhook(url, payload, { idempotencyKey: view.ticket_key, userAgent: "commitops-support-webhook/1", attempt: c.attempts, timeoutMs });
         // Only the holder of this lease records the outcome (a lease can only be lost if the
         // request outlived it, which the timeout prevents).
         const mine = and(eq(supportOutbox.id, c.id), eq(supportOutbox.leaseUntil, c.leaseUntil!));

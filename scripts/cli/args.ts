@@ -16,6 +16,13 @@ export function uuidOption(values: Record<string, any>, name: string, what = "an
   return v.toLowerCase();
 }
 
+/** The command's one positional id (a UUID). */
+export function oneIdArgument(positionals: string[], what: string): string {
+  const id = positionals[0];
+  if (!id || positionals.length > 1 || !isUuid(id)) throw new CliError(`give exactly one ${what} id (UUID)`);
+  return id.toLowerCase();
+}
+
 /** `key=value` flags as an object. */
 export function pairs(list: string[] | undefined, flag: string): Record<string, string> {
   const out: Record<string, string> = {};

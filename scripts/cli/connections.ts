@@ -1,4 +1,3 @@
-import { isUuid } from "../../lib/ids.ts";
 import { createConnection, listConnections, type ConnectionView } from "../../lib/connections/service.ts";
 import { testConnection, type ConnectionTestResult } from "../../lib/connections/probe.ts";
 import { requestSync, runDueSyncs } from "../../lib/connections/sync.ts";
@@ -7,18 +6,10 @@ import { secretBoxOf } from "../../lib/secrets/index.ts";
 import { rotateSecrets } from "../../lib/secrets/rotate.ts";
 import type { RunView } from "../../lib/connections/service.ts";
 import { CliError, type CliCommand } from "./types.ts";
-import { pairs, secretsFile } from "./args.ts";
+import { oneIdArgument, pairs, secretsFile, uuidOption } from "./args.ts";
 
-function org(v: Record<string, any>): string {
-  if (!v.org || !isUuid(String(v.org))) throw new CliError("--org must be an organization id (UUID)");
-  return String(v.org);
-}
-
-function connectionId(positionals: string[]): string {
-  const id = positionals[0];
-  if (!id || positionals.length > 1 || !isUuid(id)) throw new CliError("give exactly one connection id (UUID)");
-  return id;
-}
+const org = (v: Record<string, any>) => uuidOption(v, "org");
+const connectionId = (positionals: string[]) => oneIdArgument(positionals, "connection");
 
 function runText(r: RunView): string {
   const what = r.status === "failed" ? `failed (${r.error_cause}): ${r.error}` : `${r.periods_imported} period(s) imported, ${r.periods_unchanged} unchanged, ${r.rows_imported} rows, ${r.bytes_read} bytes`;

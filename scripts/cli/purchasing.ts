@@ -1,17 +1,10 @@
-import { isUuid } from "../../lib/ids.ts";
 import { createPurchasingConnection, listPurchasingConnections, updatePurchasingConnection, type PurchasingConnectionView } from "../../lib/purchasing/connections.ts";
 import { approvePurchase, getPurchase, listPurchases, PURCHASE_STATUSES, rejectPurchase, type PurchaseStatus, type PurchaseView } from "../../lib/purchasing/orders.ts";
 import { processPurchaseItems } from "../../lib/purchasing/executor.ts";
 import { PURCHASING_KINDS, type PurchasingKind } from "../../lib/purchasing/providers/types.ts";
 import { secretBoxOf } from "../../lib/secrets/index.ts";
-import { pairs, secretsFile, uuidOption } from "./args.ts";
+import { oneIdArgument, pairs, secretsFile, uuidOption } from "./args.ts";
 import { CliError, type CliCommand } from "./types.ts";
-
-function oneId(positionals: string[], what: string): string {
-  const id = positionals[0];
-  if (!id || positionals.length > 1 || !isUuid(id)) throw new CliError(`give exactly one ${what} id (UUID)`);
-  return id;
-}
 
 const connectionLine = (c: PurchasingConnectionView) => `${c.id}  ${c.kind.padEnd(16)} ${c.dry_run ? "dry run " : "BUYS    "} inventory ${c.status.padEnd(7)} ${c.name}${c.last_error ? `\n    last error (${c.last_error_cause}): ${c.last_error}` : ""}`;
 
@@ -63,7 +56,7 @@ export const purchasingCommands: CliCommand[] = [
     usage: "purchasing live CONNECTION_ID --org ORG_ID [--off] [--json]",
     options: { org: { type: "string" }, off: { type: "boolean" } },
     run: (s, v, positionals) =>
-      updatePurchasingConnection(s.db, secretBoxOf(s.config), uuidOption(v, "org"), oneId(positionals, "connection"), { dry_run: !!v.off }, { now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints }),
+      updatePurchasingConnection(s.db, secretBoxOf(s.config), uuidOption(v, "org"), oneIdArgument(positionals, "connection"), { dry_run: !!v.off }, { now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints }),
     human: connectionLine,
   },
   {
@@ -85,7 +78,7 @@ export const purchasingCommands: CliCommand[] = [
     summary: "One purchase: its items and its story",
     usage: "purchases show PURCHASE_ID --org ORG_ID [--json]",
     options: { org: { type: "string" } },
-    run: (s, v, positionals) => getPurchase(s.db, uuidOption(v, "org"), oneId(positionals, "purchase")),
+    run: (s, v, positionals) => getPurchase(s.db, uuidOption(v, "org"), oneIdArgument(positionals, "purchase")),
     human: purchaseText,
   },
   {
@@ -96,7 +89,7 @@ export const purchasingCommands: CliCommand[] = [
     options: { org: { type: "string" }, note: { type: "string" } },
     async run(s, v, positionals) {
       const orgId = uuidOption(v, "org");
-      const p = await approvePurchase(s, orgId, oneId(positionals, "purchase"), { by: operator(), note: v.note ? String(v.note).slice(0, 1000) : null });
+      const p = await approvePurchase(s, orgId, oneIdArgument(positionals, "purchase"), { by: operator(), note: v.note ? String(v.note).slice(0, 1000) : null });
       await processPurchaseItems(s, { purchaseId: p.id });
       return getPurchase(s.db, orgId, p.id);
     },
@@ -108,7 +101,7 @@ export const purchasingCommands: CliCommand[] = [
     summary: "Reject a purchase pending approval: nothing is bought",
     usage: "purchases reject PURCHASE_ID --org ORG_ID [--note TEXT] [--json]",
     options: { org: { type: "string" }, note: { type: "string" } },
-    run: (s, v, positionals) => rejectPurchase(s, uuidOption(v, "org"), oneId(positionals, "purchase"), { by: operator(), note: v.note ? String(v.note).slice(0, 1000) : null }),
+    run: (s, v, positionals) => rejectPurchase(s, uuidOption(v, "org"), oneIdArgument(positionals, "purchase"), { by: operator(), note: v.note ? String(v.note).slice(0, 1000) : null }),
     human: purchaseText,
   },
 ];

@@ -22,6 +22,7 @@ import { SecretBox } from "../../lib/secrets/index.ts";
 import { syncDueInventories } from "../../lib/purchasing/inventory.ts";
 import { secretBoxOf } from "../../lib/secrets/index.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
+import { makeUser } from "../oauth/helpers.ts";
 import { OFFERS, seedCatalog, seedUsage } from "../planning/fixtures.ts";
 import { addComputeSavingsPlanOffer } from "./fixtures.ts";
 
@@ -138,6 +139,9 @@ describeEachDb("purchasing through the providers", (driver) => {
     const second = await api(org).post("/purchasing-connections", { name: "another", kind: "aws_purchasing", config: { region: "us-west-2" } });
     expect(second.status).toBe(409);
     expect((await second.json()).code).toBe("purchasing_connection_exists");
+    const sameName = await api(org).post("/purchasing-connections", { name: "aws BUYER", kind: "gcp_purchasing", config: { project_id: "acme-prod-1" } });
+    expect(sameName.status).toBe(409);
+    expect((await sameName.json()).code).toBe("connection_name_taken");
 
     const bad = await api(org).post("/purchasing-connections", { name: "az", kind: "azure_purchasing", config: { tenant_id: "not a tenant!", billing_scope_id: "/nope", region: "eastus" } });
     expect(bad.status).toBe(422);
@@ -157,6 +161,7 @@ describeEachDb("purchasing through the providers", (driver) => {
     const { org, connection } = await setup();
     const ok = await (await api(org).post(`/purchasing-connections/${connection.id}/test`)).json();
     expect(ok).toMatchObject({ ok: true, cause: null });
+    expect(aws.calls("DescribeReservedInstances")).toHaveLength(1);
     expect(aws.requests.every((r) => r.signed)).toBe(true);
     const r = await t.request("PATCH", `/beta/v1/org/${org.id}/purchasing-connections/${connection.id}`, { key: org.key, body: { config: { access_key_id: "BADKEY0000000000000" }, secrets: { secret_access_key: "x" } } });
     expect(r.status).toBe(200);
@@ -378,6 +383,12 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(r).toMatchObject({ listed: 1, added: 0, updated: 1, retired: 0 });
     const [c1] = await t.s.handle.query<any>("SELECT provider_state, source FROM commitments WHERE org_id = $1 AND provider_commitment_id = $2", [org.id, ri.reservedInstancesId]);
     expect(c1).toEqual({ provider_state: "active", source: "purchase" });
+    // Listed again unchanged: nothing counts as updated, only the reconciled time moves.
+    clock = new Date(clock.getTime() + 60_000);
+    r = await (await api(org).post(`/purchasing-connections/${connection.id}/inventory`)).json();
+    expect(r).toMatchObject({ listed: 1, added: 0, updated: 0, retired: 0 });
+    const [c1b] = await t.s.handle.query<any>("SELECT reconciled_at FROM commitments WHERE org_id = $1 AND provider_commitment_id = $2", [org.id, ri.reservedInstancesId]);
+    expect(new Date(c1b.reconciled_at).getTime()).toBe(clock.getTime());
 
     // Bought outside commitops: it appears. Then the first one retires at the provider.
     aws.reset();
@@ -388,7 +399,14 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(c2.provider_state).toBe("retired");
     expect(new Date(c2.ends_at).getTime()).toBe(clock.getTime());
 
-    // The job lists due connections only (each claimed once), then on the interval.
+    // A provider refusal is the caller's to know: 502 with its cause, recorded on the connection.
+    aws.failNext("DescribeReservedInstances", { code: "UnauthorizedOperation", status: 403 });
+    const refused = await api(org).post(`/purchasing-connections/${connection.id}/inventory`);
+    expect(refused.status).toBe(502);
+    expect(await refused.json()).toMatchObject({ code: "provider_error", status: "BAD_GATEWAY", detail: { cause: "permission" } });
+    expect(await (await api(org).get(`/purchasing-connections/${connection.id}`)).json()).toMatchObject({ status: "error", last_error_cause: "permission" });
+
+        // The job lists due connections only (each claimed once), then on the interval.
     clock = new Date(START.getTime() + 7 * 3_600_000);
     const ran = await syncDueInventories(t.s);
     expect(ran.filter((x) => x.connection_id === connection.id)).toHaveLength(1);
@@ -474,5 +492,21 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(p.items[0].failure_message).toContain("disabled");
     expect(aws.calls("PurchaseReservedInstancesOffering")).toHaveLength(0);
     expect(await count("commitments", "org_id = $1 AND source = 'purchase'", [org.id])).toBe(0);
+  });
+
+  test("roles bound the purchase scopes: a member's key reads purchases, only an admin's approves", async () => {
+    const { org } = await setup({ dryRun: false });
+    await runPurchasingTick(t.s);
+    const p = await onlyPurchase(org);
+    const member = await makeUser(t, [{ orgId: org.id, role: "member" }]);
+    const viewer = await makeUser(t, [{ orgId: org.id, role: "viewer" }]);
+    const memberKey = await createApiKey(t.s.db, { orgId: org.id, createdBy: member.id, scopes: ["purchases:read", "purchases:write"] });
+    const viewerKey = await createApiKey(t.s.db, { orgId: org.id, createdBy: viewer.id, scopes: ["purchases:read"] });
+    expect((await t.request("GET", `/beta/v1/org/${org.id}/purchases/${p.id}`, { key: memberKey.key })).status).toBe(200);
+    expect((await t.request("GET", `/beta/v1/org/${org.id}/purchases`, { key: viewerKey.key })).status).toBe(403);
+    const denied = await t.request("POST", `/beta/v1/org/${org.id}/purchases/${p.id}/approve`, { key: memberKey.key });
+    expect(denied.status).toBe(403);
+    expect((await onlyPurchase(org)).status).toBe("pending_approval");
+    expect((await t.request("GET", `/beta/v1/org/${org.id}/purchasing-connections`, { key: memberKey.key })).status).toBe(403);
   });
 });

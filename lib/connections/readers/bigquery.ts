@@ -8,15 +8,13 @@ import { createHash } from "node:crypto";
 import { BigQuery, type Job, type Query } from "@google-cloud/bigquery";
 import type { CsvBatch } from "../../billing/csvReader.ts";
 import type { GcpConfig, GcpSecrets } from "../kinds.ts";
-import { parseServiceAccountKey } from "../gcpKey.ts";
+import { parseServiceAccountKey, useKeyTokenEndpoint } from "../gcpKey.ts";
 import { ConnectionFailure, type ExportReader, type RecordTable, type SourcePeriod } from "../source.ts";
 
 /** Rows per result page: bounds memory while keeping the number of round trips small. */
 const PAGE_ROWS = 10_000;
 /** Rows of the first page, which the client deep-copies (costly for a large page) before handing it over. */
 const FIRST_PAGE_ROWS = 500;
-/** google-auth-library posts every service-account grant here, whatever the key's token_uri says. */
-const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
 
 interface Field {
   name?: string | null;
@@ -155,14 +153,7 @@ async function openClient(config: GcpConfig, secrets: GcpSecrets): Promise<BigQu
     // Without a key: application default credentials.
     credentials: key,
   });
-  if (key?.token_uri && key.token_uri !== GOOGLE_TOKEN_URL) {
-    // Keys for private or emulated endpoints name their own token endpoint; honour it.
-    const tokenUrl = new URL(key.token_uri);
-    const auth = await bq.authClient.getClient();
-    auth.transporter.interceptors.request.add({
-      resolved: async (request) => (request.url.toString() === GOOGLE_TOKEN_URL ? { ...request, url: tokenUrl } : request),
-    });
-  }
+  await useKeyTokenEndpoint(bq.authClient.getClient(), key);
   return bq;
 }
 

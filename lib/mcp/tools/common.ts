@@ -41,8 +41,7 @@ export function defineTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(def
 }
 
 /** Money in the billing currency, rounded to cents only here, at the edge. */
-export const cents = (v: number | null | undefined): number => Math.round((v ?? 0) * 100) / 100;
-export const centsOrNull = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : cents(v));
+export { cents, centsOrNull } from "../../pricing/index.ts";
 /** Ratios (coverage, utilization, error rates) to 4 decimals. */
 export const ratio = (v: number | null | undefined): number | null => (v === null || v === undefined || !Number.isFinite(v) ? null : Math.round(v * 10000) / 10000);
 

@@ -40,7 +40,8 @@ import {
 } from "@aws-sdk/client-savingsplans";
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import type { AwsPurchasingConfig, AwsPurchasingSecrets } from "./settings.ts";
-import { PurchaseFailure, providerTerm, type OfferQuote, type ProviderCommitment, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./types.ts";
+import { spendCommitmentPayments } from "../../pricing/index.ts";
+import { PurchaseFailure, providerTerm, refuseAbovePlan, type OfferQuote, type ProviderCommitment, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./types.ts";
 
 /** The tag that carries an item's token on what it bought (EC2 RIs, RDS reservations, savings plans). */
 export const PURCHASE_TOKEN_TAG = "commitops:purchase-token";
@@ -49,8 +50,6 @@ export const rdsReservationId = (token: string) => `co-${token}`;
 
 /** An untagged RI counts as this item's when AWS started it no earlier than this before the intent (clock skew). */
 const UNTAGGED_RI_WINDOW_MS = 5 * 60_000;
-/** The plan's upfront figure is rounded to cents. */
-const PRICE_TOLERANCE = 0.01;
 /** Savings Plans are a global service, signed for us-east-1. */
 const SAVINGS_PLANS_REGION = "us-east-1";
 const MAX_PAGES = 50;
@@ -85,12 +84,7 @@ const date = (v: Date | string | undefined | null) => (v ? new Date(v) : null);
 
 /** What AWS would sell for an item, or `unsupported` saying how to buy it instead. */
 function awsItem(item: PurchaseItemSpec, defaultRegion: string): AwsItem {
-  const insured = item.contractTerm.endsWith("_gris");
-  if (!insured && item.contractTerm !== "one_year" && item.contractTerm !== "three_year") {
-    throw new PurchaseFailure("unsupported", `AWS sells one- and three-year commitments only, not "${item.contractTerm}".`);
-  }
-  const { years, seconds } = providerTerm(item.contractTerm);
-  const paymentOption = insured ? "no_upfront" : item.paymentOption;
+  const { years, seconds, paymentOption } = providerTerm(item);
   const offeringType = OFFERING_TYPES[paymentOption];
   if (!offeringType) throw new PurchaseFailure("unsupported", `AWS has no "${item.paymentOption}" payment option (no_upfront, partial_upfront or all_upfront).`);
   const region = item.region ?? defaultRegion;
@@ -121,24 +115,13 @@ function awsItem(item: PurchaseItemSpec, defaultRegion: string): AwsItem {
   return { service: "savingsplans", planType, commitment, hourlyCommitment: thousandths / 1000, seconds, years, paymentOption: offeringType, region: planType === "EC2Instance" ? region : null, instanceFamily };
 }
 
-/** Upfront and hourly of a savings plan: AWS bills all-upfront in full, partial-upfront half, at purchase. */
-function savingsPlanPrice(item: SavingsPlanItem): { upfront: number; hourly: number } {
-  const total = item.hourlyCommitment * (item.seconds / 3600);
-  if (item.paymentOption === "All Upfront") return { upfront: roundTo(total, 2), hourly: 0 };
-  if (item.paymentOption === "Partial Upfront") return { upfront: roundTo(total / 2, 2), hourly: roundTo(item.hourlyCommitment / 2, 6) };
-  return { upfront: 0, hourly: item.hourlyCommitment };
-}
+/** Upfront and hourly of a savings plan as AWS bills them. */
+const savingsPlanPrice = (item: SavingsPlanItem) => spendCommitmentPayments(item.hourlyCommitment, item.seconds, PAYMENT_OPTIONS[item.paymentOption]!);
 
 function describeItem(i: AwsItem): string {
   if (i.service === "ec2") return `${i.count} × ${i.instanceType} ${i.years}-year ${i.offeringType} reserved instance${i.count === 1 ? "" : "s"} in ${i.region}`;
   if (i.service === "rds") return `${i.count} × ${i.dbInstanceClass} ${i.years}-year ${i.offeringType} RDS reserved instance${i.count === 1 ? "" : "s"} in ${i.region}`;
   return `$${i.commitment}/hour ${i.years}-year ${i.paymentOption} ${i.planType} savings plan${i.instanceFamily ? ` for ${i.instanceFamily} in ${i.region}` : ""}`;
-}
-
-function ensureWithinPlan(item: PurchaseItemSpec, quote: OfferQuote, what: string) {
-  if (quote.upfront > item.maxUpfront + PRICE_TOLERANCE + 1e-9) {
-    throw new PurchaseFailure("price_changed", `AWS now asks ${usd(quote.upfront)} upfront for ${what}, above the plan's ${usd(item.maxUpfront)}: nothing was bought; re-plan at the current price.`);
-  }
 }
 
 const hourlyCharges = (charges: (RecurringCharge | RdsRecurringCharge)[] | undefined) =>
@@ -601,14 +584,14 @@ export function awsPurchaser(config: AwsPurchasingConfig, secrets: AwsPurchasing
     async quote(item) {
       const i = awsItem(item, config.region);
       const quote = i.service === "ec2" ? await ec2Quote(i) : i.service === "rds" ? await rdsQuote(i) : await savingsPlanQuote(i);
-      ensureWithinPlan(item, quote, describeItem(i));
+      refuseAbovePlan(item, quote.upfront, describeItem(i));
       return quote;
     },
 
     async dryRun(item, quote) {
       const i = awsItem(item, config.region);
       const what = describeItem(i);
-      ensureWithinPlan(item, quote, what);
+      refuseAbovePlan(item, quote.upfront, what);
       const price = `${usd(quote.upfront)} upfront + $${roundTo(quote.hourly, 6)}/hour`;
       if (i.service === "ec2") {
         try {
@@ -626,7 +609,7 @@ export function awsPurchaser(config: AwsPurchasingConfig, secrets: AwsPurchasing
         const [offering] = await rdsOfferings(i, quote.offeringId);
         if (!offering) throw new PurchaseFailure("no_offering", `AWS no longer offers RDS offering ${quote.offeringId} for ${what}.`);
         const current = rdsQuoteOf(offering, i);
-        ensureWithinPlan(item, current, what);
+        refuseAbovePlan(item, current.upfront, what);
         return {
           summary: `RDS has no dry run: re-read offering ${current.offeringId} (${offering.ProductDescription ?? "engine unknown"}, single-AZ) with DescribeReservedDBInstancesOfferings: ${what} at ${usd(current.upfront)} upfront + $${roundTo(current.hourly, 6)}/hour; nothing bought.`,
         };
@@ -650,7 +633,7 @@ export function awsPurchaser(config: AwsPurchasingConfig, secrets: AwsPurchasing
 
     async buy(item, quote) {
       const i = awsItem(item, config.region);
-      ensureWithinPlan(item, quote, describeItem(i));
+      refuseAbovePlan(item, quote.upfront, describeItem(i));
       if (i.service === "ec2") return ec2Buy(item, i, quote);
       if (i.service === "rds") return rdsBuy(item, i, quote);
       return savingsPlanBuy(item, i, quote);

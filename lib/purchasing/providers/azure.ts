@@ -11,10 +11,14 @@
 import { AzureReservationAPI, type CalculatePriceResponse, type PurchaseRequest, type ReservationOrderResponse, type ReservationResponse } from "@azure/arm-reservations";
 import { BillingBenefitsRP, type ReservationOrderAliasRequest, type ReservationOrderAliasResponse, type SavingsPlanModel, type SavingsPlanOrderAliasModel } from "@azure/arm-billingbenefits";
 import { ClientSecretCredential, DefaultAzureCredential, type TokenCredential } from "@azure/identity";
+import { cents, HOURS_PER_MONTH, spendCommitmentPayments } from "../../pricing/index.ts";
 import type { AzurePurchasingConfig, AzurePurchasingSecrets } from "./settings.ts";
 import {
   PurchaseFailure,
   providerTerm,
+  PRICE_TOLERANCE,
+  refuseAbovePlan,
+  YEAR_SECONDS,
   type OfferQuote,
   type ProviderCommitment,
   type ProviderPurchaser,
@@ -24,14 +28,8 @@ import {
 
 const DEFAULT_ARM_ENDPOINT = "https://management.azure.com";
 const SAVINGS_PLAN_SKU = "Compute_Savings_Plan";
-const HOURS_PER_YEAR = 8760;
-const HOURS_PER_MONTH = 730;
-/** The plan's upfront figure may be off by rounding, never by more. */
-const PRICE_TOLERANCE = 0.01;
 /** A hung ARM call must fail (and be retried on a later tick), not hold the purchase job forever. */
 const REQUEST_TIMEOUT_MS = 60_000;
-const INSURED_TERMS = new Set(["thirty_day_gris", "one_year_gris"]);
-const CONTRACT_TERMS = new Set(["one_year", "three_year", ...INSURED_TERMS]);
 /** Entra ID hosts that answer instance discovery; any other authority (sovereign proxy, test) must not be asked. */
 const MICROSOFT_AUTHORITIES = new Set([
   "login.microsoftonline.com",
@@ -154,7 +152,7 @@ export function azurePurchaser(config: AzurePurchasingConfig, secrets: AzurePurc
     const amount = hourlyCommitment(item.amount);
     const offeringId = `${SAVINGS_PLAN_SKU}/${b.term}/${b.upfront ? "Upfront" : "P1M"}`;
     const base = { offeringId, currency: "USD", durationSeconds: b.seconds };
-    return b.upfront ? { ...base, upfront: round2(amount * HOURS_PER_YEAR * b.years), hourly: 0 } : { ...base, upfront: 0, hourly: amount };
+    return { ...base, ...spendCommitmentPayments(amount, b.seconds, b.upfront ? "all_upfront" : "no_upfront") };
   };
 
   const validateSavingsPlan = async (item: PurchaseItemSpec, b: AzureBuy): Promise<void> => {
@@ -199,12 +197,11 @@ export function azurePurchaser(config: AzurePurchasingConfig, secrets: AzurePurc
           .benefits.savingsPlanOrder.get(orderGuid, call)
           .catch(() => null)
       : null;
-    const amount = alias.commitment?.amount ?? 0;
-    const upfront = alias.billingPlan !== "P1M";
+    const paid = spendCommitmentPayments(alias.commitment?.amount ?? 0, years * YEAR_SECONDS, alias.billingPlan !== "P1M" ? "all_upfront" : "no_upfront");
     return {
       providerPurchaseId: orderGuid ? savingsPlanOrderId(orderGuid) : alias.id!,
-      upfront: upfront ? round2(amount * HOURS_PER_YEAR * years) : 0,
-      hourly: upfront ? 0 : amount,
+      upfront: paid.upfront,
+      hourly: paid.hourly,
       currency: alias.commitment?.currencyCode ?? "USD",
       startsAt: order?.benefitStartTime ?? null,
       endsAt: order?.expiryDateTime ?? null,
@@ -213,9 +210,7 @@ export function azurePurchaser(config: AzurePurchasingConfig, secrets: AzurePurc
   };
 
   const checkPrice = (item: PurchaseItemSpec, b: AzureBuy, fresh: OfferQuote, quoted?: OfferQuote) => {
-    if (fresh.upfront > item.maxUpfront + PRICE_TOLERANCE) {
-      throw new PurchaseFailure("price_changed", `Azure asks ${money(fresh.upfront)} USD upfront for ${describe(item, b)}, above the plan's ${money(item.maxUpfront)} USD.`);
-    }
+    refuseAbovePlan(item, fresh.upfront, describe(item, b));
     if (!quoted) return;
     if (fresh.upfront > quoted.upfront + PRICE_TOLERANCE) {
       throw new PurchaseFailure("price_changed", `Azure now asks ${money(fresh.upfront)} USD upfront for ${describe(item, b)}, above the ${money(quoted.upfront)} USD quoted.`);
@@ -341,7 +336,7 @@ export function azurePurchaser(config: AzurePurchasingConfig, secrets: AzurePurc
           instanceType: r.sku?.name ?? null,
           instanceFamily: null,
           amount: quantity,
-          upfrontCost: charged ? round2(charged.upfront * share) : 0,
+          upfrontCost: charged ? cents(charged.upfront * share) : 0,
           recurringHourlyCost: charged ? charged.hourly * share : 0,
           startsAt: p.benefitStartTime ?? p.effectiveDateTime ?? null,
           endsAt,
@@ -396,9 +391,7 @@ function buyOf(item: PurchaseItemSpec, appliedSubscription: string | null): Azur
   if (item.commitmentType !== "reservation" && item.commitmentType !== "savings_plan") {
     throw new PurchaseFailure("unsupported", `An Azure purchasing connection buys reservations and savings plans, not "${item.commitmentType}".`);
   }
-  if (!CONTRACT_TERMS.has(item.contractTerm)) throw new PurchaseFailure("unsupported", `Azure sells one- and three-year terms; "${item.contractTerm}" is not one of them.`);
-  const insured = INSURED_TERMS.has(item.contractTerm);
-  const payment = insured ? "no_upfront" : item.paymentOption;
+  const { years, seconds, paymentOption: payment } = providerTerm(item);
   if (payment === "partial_upfront") {
     throw new PurchaseFailure("unsupported", "Azure bills reservations and savings plans all upfront or monthly, never partially upfront: change the plan's payment option to all_upfront or no_upfront.");
   }
@@ -408,7 +401,6 @@ function buyOf(item: PurchaseItemSpec, appliedSubscription: string | null): Azur
     if (!item.instanceType || !item.region) throw new PurchaseFailure("unsupported", "An Azure reservation needs a VM size (Standard_D2s_v3) and an Azure region (eastus); buy a savings plan for spend that has neither.");
     if (!Number.isInteger(item.amount)) throw new PurchaseFailure("unsupported", `Azure reserves whole VMs: ${item.amount} × ${item.instanceType} cannot be bought; round the plan's quantity.`);
   }
-  const { years, seconds } = providerTerm(item.contractTerm);
   return {
     kind: item.commitmentType,
     term: years === 1 ? "P1Y" : "P3Y",
@@ -455,6 +447,7 @@ function commitmentOfSavingsPlan(sp: SavingsPlanModel, now: Date): ProviderCommi
   const years = yearsOf(sp.term) ?? 0;
   const amount = sp.commitment?.amount ?? 0;
   const upfront = sp.billingPlan !== "P1M";
+  const paid = spendCommitmentPayments(amount, years * YEAR_SECONDS, upfront ? "all_upfront" : "no_upfront");
   const endsAt = sp.expiryDateTime ?? null;
   return {
     providerCommitmentId: canonicalSavingsPlanId(sp.id!),
@@ -466,8 +459,8 @@ function commitmentOfSavingsPlan(sp: SavingsPlanModel, now: Date): ProviderCommi
     instanceType: null,
     instanceFamily: null,
     amount,
-    upfrontCost: upfront ? round2(amount * HOURS_PER_YEAR * years) : 0,
-    recurringHourlyCost: upfront ? 0 : amount,
+    upfrontCost: paid.upfront,
+    recurringHourlyCost: paid.hourly,
     startsAt: sp.benefitStartTime ?? sp.effectiveDateTime ?? null,
     endsAt,
     state: stateOf(sp.provisioningState, endsAt, now),
@@ -532,7 +525,6 @@ function canonicalSavingsPlanId(id: string): string {
   return order && plan ? `${savingsPlanOrderId(order)}/savingsPlans/${plan}` : id;
 }
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
 const money = (n: number) => n.toFixed(2);
 
 async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {

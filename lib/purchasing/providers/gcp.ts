@@ -7,7 +7,7 @@
  * hourly figure and no upfront, which is how resource CUDs are billed.
  */
 import { MachineTypesClient, RegionCommitmentsClient, RegionOperationsClient, RegionsClient, type protos } from "@google-cloud/compute";
-import { parseServiceAccountKey, type ServiceAccountKey } from "../../connections/gcpKey.ts";
+import { parseServiceAccountKey, useKeyTokenEndpoint, type ServiceAccountKey } from "../../connections/gcpKey.ts";
 import { ConnectionFailure } from "../../connections/source.ts";
 import { LOOPBACK_HOSTS } from "../../hosts.ts";
 import type { GcpPurchasingConfig, GcpPurchasingSecrets } from "./settings.ts";
@@ -22,8 +22,6 @@ export interface GcpPurchaserOptions {
   operationTimeoutMs?: number;
 }
 
-/** google-auth-library posts every service-account grant here, whatever the key's token_uri says. */
-const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
 /** Scopes asked of the token endpoint, so a key's own token_uri is always the one that vouches for it. */
 const COMPUTE_SCOPES = ["https://www.googleapis.com/auth/compute", "https://www.googleapis.com/auth/cloud-platform"];
 /**
@@ -317,7 +315,7 @@ function itemShape(item: PurchaseItemSpec) {
   if (ACCELERATOR_FAMILIES.has(family)) throw acceleratorUnsupported(machineType);
   const type = COMMITMENT_TYPE_BY_FAMILY[family];
   if (!type) throw new PurchaseFailure("no_offering", `Compute Engine has no resource commitment type for the ${family} machine family.`);
-  const term = providerTerm(item.contractTerm);
+  const term = providerTerm(item);
   return { region: item.region, machineType, family, count: item.amount, type, plan: PLAN_BY_YEARS[term.years], durationSeconds: term.seconds };
 }
 
@@ -415,14 +413,7 @@ async function openClients(config: GcpPurchasingConfig, secrets: GcpPurchasingSe
   // Without a key: application default credentials.
   const commitments = new RegionCommitmentsClient({ ...base, ...(key ? { credentials: { client_email: key.client_email, private_key: key.private_key } } : {}) });
   const auth = commitments.auth;
-  if (key?.token_uri && key.token_uri !== GOOGLE_TOKEN_URL) {
-    // Keys for private or emulated endpoints name their own token endpoint; honour it.
-    const tokenUrl = new URL(key.token_uri);
-    const client = await auth.getClient();
-    client.transporter.interceptors.request.add({
-      resolved: async (request) => (request.url.toString() === GOOGLE_TOKEN_URL ? { ...request, url: tokenUrl } : request),
-    });
-  }
+  await useKeyTokenEndpoint(auth.getClient(), key);
   return {
     commitments,
     operations: new RegionOperationsClient({ ...base, auth }),

@@ -14,6 +14,9 @@
  * - never buy in `quote`, `dryRun` or `findExisting`.
  */
 
+import { INSURED_TERMS } from "../../templates/enums.ts";
+import { cents } from "../../pricing/index.ts";
+
 export const PURCHASING_KINDS = ["aws_purchasing", "azure_purchasing", "gcp_purchasing"] as const;
 export type PurchasingKind = (typeof PURCHASING_KINDS)[number];
 
@@ -128,7 +131,27 @@ export interface ProviderPurchaser {
 export const YEAR_SECONDS = 31_536_000;
 export const THREE_YEAR_SECONDS = 94_608_000;
 
-/** The provider term bought for a contract term: insured (`_gris`) offers are three-year no-upfront commitments underneath. */
-export function providerTerm(contractTerm: string): { years: 1 | 3; seconds: number } {
-  return contractTerm === "one_year" ? { years: 1, seconds: YEAR_SECONDS } : { years: 3, seconds: THREE_YEAR_SECONDS };
+/**
+ * The term and payment bought at the provider for an item: insured (`_gris`) offers are
+ * three-year no-upfront commitments underneath (DESIGN §5); any other term is refused.
+ */
+export function providerTerm(item: Pick<PurchaseItemSpec, "contractTerm" | "paymentOption">): { years: 1 | 3; seconds: number; paymentOption: string } {
+  if (INSURED_TERMS.has(item.contractTerm)) return { years: 3, seconds: THREE_YEAR_SECONDS, paymentOption: "no_upfront" };
+  if (item.contractTerm === "one_year") return { years: 1, seconds: YEAR_SECONDS, paymentOption: item.paymentOption };
+  if (item.contractTerm === "three_year") return { years: 3, seconds: THREE_YEAR_SECONDS, paymentOption: item.paymentOption };
+  throw new PurchaseFailure("unsupported", `Providers sell one- and three-year commitments, not "${item.contractTerm}".`);
+}
+
+/** A quote may exceed the plan's upfront by rounding only. */
+export const PRICE_TOLERANCE = 0.01;
+
+/**
+ * The price rule of every purchase: a provider may ask at most the plan's upfront (plus
+ * rounding), checked before anything is bought; above it the item fails and the next plan
+ * prices it anew.
+ */
+export function refuseAbovePlan(item: PurchaseItemSpec, upfront: number, what: string): void {
+  if (upfront > item.maxUpfront + PRICE_TOLERANCE + 1e-9) {
+    throw new PurchaseFailure("price_changed", `The provider now asks ${upfront.toFixed(2)} USD upfront for ${what}, above the plan's ${item.maxUpfront.toFixed(2)}: nothing was bought (the next plan prices it anew).`);
+  }
 }

@@ -11,6 +11,8 @@ import {
 import { checkPurchasingConnection } from "../../../../../../lib/purchasing/probe.ts";
 import { syncInventory } from "../../../../../../lib/purchasing/inventory.ts";
 import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
+import { PurchaseFailure } from "../../../../../../lib/purchasing/providers/types.ts";
+import { ProviderError } from "../../../../../../lib/errors.ts";
 import { CreatePurchasingConnectionBody, InventoryResult, PurchasingConnectionParams, PurchasingConnectionView, PurchasingTestResult, UpdatePurchasingConnectionBody } from "./model.ts";
 
 const tags = ["Purchasing connections"];
@@ -70,12 +72,21 @@ export default defineRoutes((s, prefix) => {
     })
     .post(
       "/:connection_id/inventory",
-      async ({ principal, params }) => syncInventory(s, await getPurchasingConnectionRow(s.db, principal.orgId, params.connection_id)),
+      async ({ principal, params }) => {
+        const connection = await getPurchasingConnectionRow(s.db, principal.orgId, params.connection_id);
+        try {
+          return await syncInventory(s, connection);
+        } catch (e) {
+          // The provider's answer is the client's to know (the connection also records it); anything else stays a 500.
+          if (e instanceof PurchaseFailure) throw new ProviderError(e.message, e.cause);
+          throw e;
+        }
+      },
       {
         scope: "connections:write",
         params: PurchasingConnectionParams,
         response: { 200: InventoryResult },
-        detail: { tags, summary: "List the commitments at the provider now and reconcile the inventory (new, modified, expired)" },
+        detail: { tags, summary: "List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses" },
       },
     );
 });
