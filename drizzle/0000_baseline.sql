@@ -268,6 +268,7 @@ CREATE TABLE "cost_estimates" (
 	"source_draft_id" uuid,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"version" integer DEFAULT 1 NOT NULL,
 	"deleted_at" timestamp with time zone
 );
 --> statement-breakpoint
@@ -419,7 +420,8 @@ CREATE TABLE "commitment_plan_templates" (
 	"last_execution_date" date,
 	"last_executed_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"version" integer DEFAULT 1 NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "commitment_plans" (
@@ -687,6 +689,19 @@ CREATE TABLE "purchasing_connections" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "idempotency_keys" (
+	"org_id" uuid NOT NULL,
+	"key" text NOT NULL,
+	"fingerprint" text NOT NULL,
+	"status" text NOT NULL,
+	"locked_until" timestamp with time zone NOT NULL,
+	"response_status" integer,
+	"response_headers" jsonb,
+	"response_body" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "idempotency_keys_org_id_key_pk" PRIMARY KEY("org_id","key")
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -744,6 +759,7 @@ ALTER TABLE "purchase_events" ADD CONSTRAINT "purchase_events_purchase_id_purcha
 ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_purchase_id_purchases_id_fk" FOREIGN KEY ("purchase_id") REFERENCES "public"."purchases"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "purchasing_connections" ADD CONSTRAINT "purchasing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -804,4 +820,5 @@ CREATE UNIQUE INDEX "purchase_items_provider_purchase_uq" ON "purchase_items" US
 CREATE INDEX "purchase_items_workable_idx" ON "purchase_items" USING btree ("next_attempt_at") WHERE status IN ('approved', 'submitting');--> statement-breakpoint
 CREATE UNIQUE INDEX "purchasing_connections_org_provider_uq" ON "purchasing_connections" USING btree ("org_id","provider");--> statement-breakpoint
 CREATE UNIQUE INDEX "purchasing_connections_org_name_uq" ON "purchasing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
-CREATE INDEX "purchasing_connections_inventory_due_idx" ON "purchasing_connections" USING btree ("next_inventory_at");
+CREATE INDEX "purchasing_connections_inventory_due_idx" ON "purchasing_connections" USING btree ("next_inventory_at");--> statement-breakpoint
+CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");

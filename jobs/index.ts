@@ -5,6 +5,7 @@ import { supportOutboxJob } from "./support-outbox.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
+import { idempotencyCleanupJob } from "./idempotency-cleanup.ts";
 import { billingSyncJob } from "./billing-sync.ts";
 import { purchaseWebhookJob, purchasingInventoryJob } from "./purchasing.ts";
 
@@ -17,7 +18,7 @@ export interface Job {
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob];
+export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, idempotencyCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job

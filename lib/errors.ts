@@ -51,8 +51,8 @@ export class NotFoundError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(message: string, code: string) {
-    super(409, code, message, "conflict");
+  constructor(message: string, code: string, headers: Record<string, string> = {}) {
+    super(409, code, message, "conflict", {}, null, headers);
   }
 }
 
@@ -64,6 +64,13 @@ export class MethodNotAllowedError extends AppError {
   }
 }
 
+/** A stale `If-Match`: the resource changed since the client read it. */
+export class PreconditionFailedError extends AppError {
+  constructor(message = "The resource has changed since it was read (If-Match does not match its current ETag); read it again and retry.") {
+    super(412, "precondition_failed", message, "precondition_failed");
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor(maxBytes: number) {
     super(413, "payload_too_large", `The request body is larger than the limit of ${maxBytes} bytes.`, "payload_too_large", {}, { max_bytes: maxBytes });
@@ -71,8 +78,9 @@ export class PayloadTooLargeError extends AppError {
 }
 
 export class TooManyRequestsError extends AppError {
-  constructor(retryAfterSeconds: number) {
+  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}) {
     super(429, 429, "Too many requests; retry later.", "rate_limited", {}, null, {
+      ...headers,
       "Retry-After": String(retryAfterSeconds),
     });
   }

@@ -7,19 +7,22 @@ import r3 from "./beta/v1/org/[org_id]/api-keys/index.ts";
 import r4 from "./beta/v1/org/[org_id]/billing-connections/index.ts";
 import r5 from "./beta/v1/org/[org_id]/catalog-skus/index.ts";
 import r6 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
-import r7 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
-import r8 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
-import r9 from "./beta/v1/org/[org_id]/index.ts";
-import r10 from "./beta/v1/org/[org_id]/purchases/index.ts";
-import r11 from "./beta/v1/org/[org_id]/purchasing-connections/index.ts";
-import r12 from "./beta/v1/org/[org_id]/support/index.ts";
-import r13 from "./mcp/index.ts";
-import r14 from "./oauth/authorize/index.ts";
-import r15 from "./oauth/logout/index.ts";
-import r16 from "./oauth/register/index.ts";
-import r17 from "./oauth/revoke/index.ts";
-import r18 from "./oauth/token/index.ts";
-import r19 from "./oauth/upstream/callback/index.ts";
+import r7 from "./beta/v1/org/[org_id]/commitment-plans/index.ts";
+import r8 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
+import r9 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
+import r10 from "./beta/v1/org/[org_id]/index.ts";
+import r11 from "./beta/v1/org/[org_id]/purchase-runs/index.ts";
+import r12 from "./beta/v1/org/[org_id]/purchases/index.ts";
+import r13 from "./beta/v1/org/[org_id]/purchasing-connections/index.ts";
+import r14 from "./beta/v1/org/[org_id]/segments/index.ts";
+import r15 from "./beta/v1/org/[org_id]/support/index.ts";
+import r16 from "./mcp/index.ts";
+import r17 from "./oauth/authorize/index.ts";
+import r18 from "./oauth/logout/index.ts";
+import r19 from "./oauth/register/index.ts";
+import r20 from "./oauth/revoke/index.ts";
+import r21 from "./oauth/token/index.ts";
+import r22 from "./oauth/upstream/callback/index.ts";
 
 export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/.well-known/oauth-authorization-server", module: r0 },
@@ -29,17 +32,20 @@ export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/beta/v1/org/:org_id/billing-connections", module: r4 },
   { prefix: "/beta/v1/org/:org_id/catalog-skus", module: r5 },
   { prefix: "/beta/v1/org/:org_id/commitment-plan-templates", module: r6 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r7 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r8 },
-  { prefix: "/beta/v1/org/:org_id", module: r9 },
-  { prefix: "/beta/v1/org/:org_id/purchases", module: r10 },
-  { prefix: "/beta/v1/org/:org_id/purchasing-connections", module: r11 },
-  { prefix: "/beta/v1/org/:org_id/support", module: r12 },
-  { prefix: "/mcp", module: r13 },
-  { prefix: "/oauth/authorize", module: r14 },
-  { prefix: "/oauth/logout", module: r15 },
-  { prefix: "/oauth/register", module: r16 },
-  { prefix: "/oauth/revoke", module: r17 },
-  { prefix: "/oauth/token", module: r18 },
-  { prefix: "/oauth/upstream/callback", module: r19 },
+  { prefix: "/beta/v1/org/:org_id/commitment-plans", module: r7 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r8 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r9 },
+  { prefix: "/beta/v1/org/:org_id", module: r10 },
+  { prefix: "/beta/v1/org/:org_id/purchase-runs", module: r11 },
+  { prefix: "/beta/v1/org/:org_id/purchases", module: r12 },
+  { prefix: "/beta/v1/org/:org_id/purchasing-connections", module: r13 },
+  { prefix: "/beta/v1/org/:org_id/segments", module: r14 },
+  { prefix: "/beta/v1/org/:org_id/support", module: r15 },
+  { prefix: "/mcp", module: r16 },
+  { prefix: "/oauth/authorize", module: r17 },
+  { prefix: "/oauth/logout", module: r18 },
+  { prefix: "/oauth/register", module: r19 },
+  { prefix: "/oauth/revoke", module: r20 },
+  { prefix: "/oauth/token", module: r21 },
+  { prefix: "/oauth/upstream/callback", module: r22 },
 ];

@@ -2,7 +2,7 @@
  * Billing connections of an org: create, read, change, delete, with their secrets sealed at rest
  * and never returned. Shared by the HTTP routes, the CLI and the MCP tools.
  */
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import { billingConnectionRuns, billingConnections } from "../db/schema/index.ts";
 import type { DbOrTx } from "../db/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
@@ -11,6 +11,7 @@ import type { SecretBox } from "../secrets/secretBox.ts";
 import { openSecretColumns, sealedSecretColumns } from "../secrets/index.ts";
 import { checkSettings } from "./fields.ts";
 import type { ConnectionSettings } from "./kinds.ts";
+import type { Page } from "../http/paging.ts";
 import type { ConnectionKind } from "./source.ts";
 
 export type ConnectionRow = typeof billingConnections.$inferSelect;
@@ -171,10 +172,12 @@ export async function deleteConnection(db: DbOrTx, orgId: string, id: string): P
   if (!gone.length) throw notFound();
 }
 
-export async function listRuns(db: DbOrTx, orgId: string, id: string, limit = 100): Promise<RunView[]> {
+export async function listRuns(db: DbOrTx, orgId: string, id: string, page: { offset: number; limit: number } = { offset: 0, limit: 100 }): Promise<Page<RunView>> {
   await getConnectionRow(db, orgId, id);
-  const rows = await db.select().from(billingConnectionRuns).where(and(eq(billingConnectionRuns.orgId, orgId), eq(billingConnectionRuns.connectionId, id))).orderBy(desc(billingConnectionRuns.createdAt), desc(billingConnectionRuns.id)).limit(limit);
-  return rows.map(runView);
+  const ofConnection = and(eq(billingConnectionRuns.orgId, orgId), eq(billingConnectionRuns.connectionId, id));
+  const rows = await db.select().from(billingConnectionRuns).where(ofConnection).orderBy(desc(billingConnectionRuns.createdAt), desc(billingConnectionRuns.id)).offset(page.offset).limit(page.limit);
+  const [{ n }] = (await db.select({ n: sql<number>`count(*)::int` }).from(billingConnectionRuns).where(ofConnection)) as [{ n: number }];
+  return { items: rows.map(runView), total: Number(n) };
 }
 
 

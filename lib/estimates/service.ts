@@ -1,7 +1,9 @@
 import { and, asc, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/index.ts";
 import { catalogSkus, costEstimates, estimateLineItems } from "../db/schema/index.ts";
-import { NotFoundError, ValidationError } from "../errors.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
+import { checkVersion, withVersion, type ExpectedVersions } from "../versions.ts";
+import type { Page } from "../http/paging.ts";
 import { loadPricingInputs } from "../catalog/pricingInputs.ts";
 import { PUBLIC_CATALOG } from "../catalog/model.ts";
 import { ensurePublicCatalogOnce } from "../catalog/seed.ts";
@@ -16,6 +18,7 @@ import {
   type Provider,
   type QuantityBasis,
 } from "../pricing/index.ts";
+import { displayEstimatePricing, displayLine } from "../pricing/display.ts";
 
 import { catalogSkuDescriptor, type CatalogSkuDescriptor } from "../catalog/descriptor.ts";
 
@@ -92,6 +95,7 @@ const iso = (d: Date) => d.toISOString();
  * first" orders changes made within the same millisecond too.
  */
 const TOUCH = sql`clock_timestamp()`;
+const NEXT_VERSION = sql`${costEstimates.version} + 1`;
 
 /** Only the six identifying fields are kept from a chosen option (extra fields are ignored). */
 export function selectionOf(o: CommitmentSelection): CommitmentSelection {
@@ -143,15 +147,25 @@ async function findLive(db: DbOrTx, orgId: string, id: string, lock = false): Pr
 }
 
 export async function listEstimates(db: DbOrTx, orgId: string, provider: Provider): Promise<EstimateSummary[]> {
-  const rows = await db
+  return (await listEstimatesPage(db, orgId, provider, { offset: 0, limit: null })).items;
+}
+
+/** One page of the list (most recently updated first) and the number of estimates in it all. */
+export async function listEstimatesPage(db: DbOrTx, orgId: string, provider: Provider, page: { offset: number; limit: number | null }): Promise<Page<EstimateSummary>> {
+  const live = and(eq(costEstimates.orgId, orgId), eq(costEstimates.provider, provider), isNull(costEstimates.deletedAt));
+  const q = db
     .select({
       e: costEstimates,
       lineCount: sql<number>`(SELECT count(*)::int FROM estimate_line_items li WHERE li.estimate_id = cost_estimates.id)`,
     })
     .from(costEstimates)
-    .where(and(eq(costEstimates.orgId, orgId), eq(costEstimates.provider, provider), isNull(costEstimates.deletedAt)))
-    .orderBy(desc(costEstimates.updatedAt), desc(costEstimates.id));
-  return rows.map(({ e, lineCount }) => ({
+    .where(live)
+    .orderBy(desc(costEstimates.updatedAt), desc(costEstimates.id))
+    .offset(page.offset);
+  const rows = page.limit === null ? await q : await q.limit(page.limit);
+  const total =
+    page.limit === null ? rows.length : Number((await db.select({ n: sql<number>`count(*)::int` }).from(costEstimates).where(live))[0]!.n);
+  const items = rows.map(({ e, lineCount }) => ({
     id: e.id,
     provider: e.provider as Provider,
     name: e.name,
@@ -160,6 +174,7 @@ export async function listEstimates(db: DbOrTx, orgId: string, provider: Provide
     created_at: iso(e.createdAt),
     updated_at: iso(e.updatedAt),
   }));
+  return { items, total };
 }
 
 /**
@@ -224,9 +239,21 @@ async function insertLines(tx: DbOrTx, rows: Awaited<ReturnType<typeof resolveLi
 }
 
 /**
+ * The draft was imported for another provider: returning that estimate would hand the client a
+ * basket of the wrong cloud, so the repeat is refused instead of being idempotent.
+ */
+function sourceDraftConflict(draftId: string, existing: { id: string; provider: string }) {
+  return new ConflictError(
+    `source_draft_id ${draftId} was already imported as ${existing.provider} cost estimate ${existing.id}; delete that estimate to import the draft for another provider.`,
+    "source_draft_conflict",
+  );
+}
+
+/**
  * Creates an estimate with its lines in one transaction. With a `source_draft_id` creation is
  * idempotent per org (rule 1): the partial unique index on live rows + ON CONFLICT DO NOTHING
- * make concurrent identical imports create exactly one estimate; the others get it unchanged.
+ * make concurrent identical imports create exactly one estimate; the others get it unchanged,
+ * or 409 `source_draft_conflict` when they ask for another provider.
  */
 export async function createEstimate(db: Db, orgId: string, input: CreateEstimateInput, read: ReadOptions = {}): Promise<EstimateDocument> {
   await ensurePublicCatalogOnce(db);
@@ -247,11 +274,12 @@ export async function createEstimate(db: Db, orgId: string, input: CreateEstimat
         .returning();
       if (!row) {
         const [existing] = await tx
-          .select({ id: costEstimates.id })
+          .select({ id: costEstimates.id, provider: costEstimates.provider })
           .from(costEstimates)
           .where(and(eq(costEstimates.orgId, orgId), eq(costEstimates.sourceDraftId, values.sourceDraftId), isNull(costEstimates.deletedAt)));
-        if (existing) return existing.id;
-        throw new Error("source_draft_id conflict without a live estimate");
+        if (!existing) throw new Error("source_draft_id conflict without a live estimate");
+        if (existing.provider !== values.provider) throw sourceDraftConflict(values.sourceDraftId, existing);
+        return existing.id;
       }
     } else {
       [row] = await tx.insert(costEstimates).values(values).returning();
@@ -268,46 +296,58 @@ export async function getEstimate(db: DbOrTx, orgId: string, id: string, opts: R
   let pricing: EstimatePricing | null = null;
   if (opts.includePricing !== false) {
     const inputs = await loadPricingInputs(db, orgId, lines.map((l) => l.catalogSkuId));
-    pricing = priceEstimate(lines.map(pricingLineOf), inputs, {
-      includeOptions: opts.includeOptions ?? false,
-      onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false,
-    });
+    const pricingLines = lines.map(pricingLineOf);
+    pricing = displayEstimatePricing(
+      pricingLines,
+      priceEstimate(pricingLines, inputs, {
+        includeOptions: opts.includeOptions ?? false,
+        onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false,
+      }),
+    );
   }
-  return {
-    id: e.id,
-    provider: e.provider as Provider,
-    name: e.name,
-    description: e.description,
-    source_draft_id: e.sourceDraftId,
-    created_at: iso(e.createdAt),
-    updated_at: iso(e.updatedAt),
-    line_items: lines.map(lineItemOf),
-    pricing,
-  };
+  return withVersion(
+    {
+      id: e.id,
+      provider: e.provider as Provider,
+      name: e.name,
+      description: e.description,
+      source_draft_id: e.sourceDraftId,
+      created_at: iso(e.createdAt),
+      updated_at: iso(e.updatedAt),
+      line_items: lines.map(lineItemOf),
+      pricing,
+    },
+    e.version,
+  );
 }
 
 /** Rule 11: only name and description change. */
-export async function patchEstimate(db: Db, orgId: string, id: string, patch: { name?: string; description?: string | null }): Promise<EstimateDocument> {
-  const set: Record<string, unknown> = { updatedAt: TOUCH };
+export async function patchEstimate(db: Db, orgId: string, id: string, patch: { name?: string; description?: string | null }, ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
+  const set: Record<string, unknown> = { updatedAt: TOUCH, version: NEXT_VERSION };
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.description !== undefined) set.description = patch.description;
-  const rows = await db.update(costEstimates).set(set).where(liveEstimate(orgId, id)).returning({ id: costEstimates.id });
-  if (!rows.length) throw new NotFoundError("No such cost estimate.");
+  await db.transaction(async (tx) => {
+    checkVersion((await findLive(tx, orgId, id, true)).version, ifMatch);
+    await tx.update(costEstimates).set(set).where(liveEstimate(orgId, id));
+  });
   return getEstimate(db, orgId, id);
 }
 
 /** Soft delete (rule 2): links from plans and shares keep pointing at the row; the draft id is released. */
-export async function deleteEstimate(db: Db, orgId: string, id: string, now: Date): Promise<void> {
-  const rows = await db.update(costEstimates).set({ deletedAt: now }).where(liveEstimate(orgId, id)).returning({ id: costEstimates.id });
-  if (!rows.length) throw new NotFoundError("No such cost estimate.");
+export async function deleteEstimate(db: Db, orgId: string, id: string, now: Date, ifMatch?: ExpectedVersions): Promise<void> {
+  await db.transaction(async (tx) => {
+    checkVersion((await findLive(tx, orgId, id, true)).version, ifMatch);
+    await tx.update(costEstimates).set({ deletedAt: now }).where(liveEstimate(orgId, id));
+  });
 }
 
-export async function addLines(db: Db, orgId: string, estimateId: string, inputs: LineItemInput[]): Promise<EstimateDocument> {
+export async function addLines(db: Db, orgId: string, estimateId: string, inputs: LineItemInput[], ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
   await ensurePublicCatalogOnce(db);
   await db.transaction(async (tx) => {
     const e = await findLive(tx, orgId, estimateId, true);
+    checkVersion(e.version, ifMatch);
     await insertLines(tx, await resolveLineInputs(tx, orgId, e, inputs));
-    await tx.update(costEstimates).set({ updatedAt: TOUCH }).where(eq(costEstimates.id, e.id));
+    await tx.update(costEstimates).set({ updatedAt: TOUCH, version: NEXT_VERSION }).where(eq(costEstimates.id, e.id));
   });
   return getEstimate(db, orgId, estimateId);
 }
@@ -323,13 +363,16 @@ async function findLine(db: DbOrTx, orgId: string, estimateId: string, lineId: s
 
 /** One line with its pricing entry, always with the full options grid. */
 export async function getLine(db: DbOrTx, orgId: string, estimateId: string, lineId: string, opts: { onlyMostFlexibleCommitmentType?: boolean } = {}): Promise<{ line_item: LineItem; pricing: LinePricing }> {
-  await findLive(db, orgId, estimateId);
+  const e = await findLive(db, orgId, estimateId);
   const line = await findLine(db, orgId, estimateId, lineId);
   const inputs = await loadPricingInputs(db, orgId, [line.catalogSkuId]);
-  return {
-    line_item: lineItemOf(line),
-    pricing: priceLine(inputs.get(line.catalogSkuId), pricingLineOf(line), { includeOptions: true, onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false }),
-  };
+  return withVersion(
+    {
+      line_item: lineItemOf(line),
+      pricing: displayLine(priceLine(inputs.get(line.catalogSkuId), pricingLineOf(line), { includeOptions: true, onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false })),
+    },
+    e.version,
+  );
 }
 
 export interface LinePatch {
@@ -341,12 +384,12 @@ export interface LinePatch {
 }
 
 /** Merge-semantic line update (rules 8–10); the estimate's updated_at moves with it. */
-export async function patchLine(db: Db, orgId: string, estimateId: string, lineId: string, patch: LinePatch): Promise<LineItem> {
+export async function patchLine(db: Db, orgId: string, estimateId: string, lineId: string, patch: LinePatch, ifMatch?: ExpectedVersions): Promise<LineItem> {
   if (patch.quantity_basis !== undefined && patch.quantity === undefined) {
     throw new ValidationError("Changing quantity_basis requires quantity in the same request.", { quantity: ["is required when quantity_basis is given"] }, "quantity_required");
   }
   return db.transaction(async (tx) => {
-    await findLive(tx, orgId, estimateId, true);
+    checkVersion((await findLive(tx, orgId, estimateId, true)).version, ifMatch);
     const line = await findLine(tx, orgId, estimateId, lineId);
     const set: Record<string, unknown> = { updatedAt: TOUCH };
     if (patch.quantity !== undefined) set.quantity = String(patch.quantity);
@@ -361,19 +404,19 @@ export async function patchLine(db: Db, orgId: string, estimateId: string, lineI
       set.selectedCommitmentOption = selected;
     }
     const [updated] = await tx.update(estimateLineItems).set(set).where(eq(estimateLineItems.id, line.id)).returning();
-    await tx.update(costEstimates).set({ updatedAt: TOUCH }).where(eq(costEstimates.id, estimateId));
-    return lineItemOf(updated!);
+    const [e] = await tx.update(costEstimates).set({ updatedAt: TOUCH, version: NEXT_VERSION }).where(eq(costEstimates.id, estimateId)).returning({ version: costEstimates.version });
+    return withVersion(lineItemOf(updated!), e!.version);
   });
 }
 
-export async function deleteLine(db: Db, orgId: string, estimateId: string, lineId: string): Promise<void> {
+export async function deleteLine(db: Db, orgId: string, estimateId: string, lineId: string, ifMatch?: ExpectedVersions): Promise<void> {
   await db.transaction(async (tx) => {
-    await findLive(tx, orgId, estimateId, true);
+    checkVersion((await findLive(tx, orgId, estimateId, true)).version, ifMatch);
     const rows = await tx
       .delete(estimateLineItems)
       .where(and(eq(estimateLineItems.id, lineId), eq(estimateLineItems.estimateId, estimateId), eq(estimateLineItems.orgId, orgId)))
       .returning({ id: estimateLineItems.id });
     if (!rows.length) throw new NotFoundError("No such line item in this cost estimate.");
-    await tx.update(costEstimates).set({ updatedAt: TOUCH }).where(eq(costEstimates.id, estimateId));
+    await tx.update(costEstimates).set({ updatedAt: TOUCH, version: NEXT_VERSION }).where(eq(costEstimates.id, estimateId));
   });
 }

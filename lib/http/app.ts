@@ -7,10 +7,12 @@ import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
 import { withErrorResponses } from "./openapiErrors.ts";
+import { hoistComponents } from "./openapiComponents.ts";
 import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
-import { orgGuardOf } from "./orgRoutes.ts";
+import { idempotencyKeysOf, orgGuardOf } from "./orgRoutes.ts";
 import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
+import { HEALTH_RESPONSES, READY_RESPONSES } from "./protocolResponses.ts";
 
 interface RequestMeta {
   id: string;
@@ -47,6 +49,7 @@ export function createApp(s: Services) {
   const meta = new WeakMap<Request, RequestMeta>();
   let knownRoutes: { method: string; matches: (segments: string[]) => boolean }[] = [];
   const guard = orgGuardOf(s);
+  const idempotency = idempotencyKeysOf(s);
 
   const app = new Elysia({ normalize: false })
     .onRequest(async ({ request, set }) => {
@@ -56,10 +59,12 @@ export function createApp(s: Services) {
       // Before any route reads it, on every path (the MCP and OAuth routes read their own bodies).
       const declared = request.headers.get("content-length");
       if (declared !== null && Number(declared) > s.config.maxBodyBytes) throw new PayloadTooLargeError(s.config.maxBodyBytes);
-      await guard.check(request, pathOf(request.url));
+      const rateLimit = await guard.check(request, pathOf(request.url));
+      if (rateLimit) Object.assign(set.headers, rateLimit);
     })
-    .onError(({ code, error, request, path }) => {
+    .onError(async ({ code, error, request, path }) => {
       let url: string | null = null;
+      await idempotency.failed(request);
       try {
         let err = toAppError(code, error);
         url = pathOf(request.url);
@@ -78,7 +83,7 @@ export function createApp(s: Services) {
             error: errorForLog(error),
           });
         }
-        return errorResponse(err, path ?? url, m ? { "x-request-id": m.id } : {});
+        return errorResponse(err, path ?? url, { ...guard.rateLimitHeadersOf(request), ...(m ? { "x-request-id": m.id } : {}) });
       } catch (failure) {
         // The error handler itself must never be what fails a request.
         s.log.error("error handler failed", { path: url, error: errorForLog(failure), original: errorForLog(error) });
@@ -105,7 +110,7 @@ export function createApp(s: Services) {
             },
           ],
     )
-    .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive" } })
+    .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive", responses: HEALTH_RESPONSES } })
     .get(
       "/readyz",
       async () => {
@@ -116,12 +121,12 @@ export function createApp(s: Services) {
         }
         return { status: "ready", database: s.handle.driver };
       },
-      { detail: { tags: ["Operations"], summary: "The database is reachable" } },
+      { detail: { tags: ["Operations"], summary: "The database is reachable", responses: READY_RESPONSES } },
     )
     .use(apiDocs(s));
 
   const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
-  app.get("/openapi.json", async () => withErrorResponses(await generatedDocument()), { detail: { hide: true } });
+  app.get("/openapi.json", async () => withErrorResponses(hoistComponents(await generatedDocument())), { detail: { hide: true } });
   for (const r of manifest) app.use(r.module(s, r.prefix));
   knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);

@@ -20,13 +20,20 @@ export const ERROR_BODY_SCHEMA = {
 const REASONS: Record<number, string> = {
   400: "Invalid query or path parameter, or malformed JSON", 401: "Missing, unknown, expired or revoked credential",
   403: "Credential of another organization, or a missing scope", 404: "Unknown resource", 405: "Method not allowed",
-  409: "Conflict (e.g. a system-generated template)", 422: "Body failed validation", 429: "Rate limited",
+  409: "Conflict (e.g. a system-generated template, an Idempotency-Key still running)", 412: "If-Match does not match the current ETag", 422: "Body failed validation", 429: "Rate limited",
   500: "Internal error", 502: "A cloud provider refused or could not be reached (detail.cause)", 503: "Database unavailable",
 };
 
 /**
+ * How every Beta operation authenticates (DESIGN §3): `Authorization: Bearer` or `x-api-key`.
+ * Set here rather than per route so that no operation can be published without it.
+ */
+const BETA_SECURITY = () => [{ bearer: [] as string[] }, { apiKey: [] as string[] }];
+
+/**
  * Adds the error responses of every Beta operation to the generated OpenAPI document: the
- * statuses SPEC lists per endpoint group (SPEC_ERROR_STATUSES), each with the error body.
+ * statuses SPEC lists per endpoint group (SPEC_ERROR_STATUSES), each with the error body; and
+ * the operation's security.
  */
 export function withErrorResponses(doc: any): any {
   doc.components ??= {};
@@ -35,6 +42,7 @@ export function withErrorResponses(doc: any): any {
     if (!path.startsWith("/beta/v1/org/{org_id}")) continue;
     for (const [method, op] of Object.entries<any>(item)) {
       if (!op || typeof op !== "object" || !["get", "post", "put", "patch", "delete"].includes(method)) continue;
+      op.security = BETA_SECURITY();
       op.responses ??= {};
       for (const status of SPEC_ERROR_STATUSES(method, path.slice("/beta/v1/org/{org_id}".length))) {
         op.responses[String(status)] ??= {

@@ -2,7 +2,7 @@ import { authenticateOrg, requireAdmin, requireScope } from "../auth/guard.ts";
 import type { Scope } from "../auth/scopes.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
-import type { RateLimiter } from "./rateLimit.ts";
+import { rateLimitHeaders, type RateLimiter } from "./rateLimit.ts";
 import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
 
 /**
@@ -36,6 +36,7 @@ export class OrgGuard {
   /** Declared Beta routes by method. */
   private routes = new Map<string, DeclaredRoute[]>();
   private principals = new WeakMap<Request, Principal>();
+  private rateHeaders = new WeakMap<Request, Record<string, string>>();
 
   constructor(private readonly s: Services, private readonly limiter: RateLimiter) {}
 
@@ -52,10 +53,13 @@ export class OrgGuard {
     }
   }
 
-  /** Authenticates and authorizes a Beta request; a no-op for every other path. */
-  async check(request: Request, path: string): Promise<void> {
+  /**
+   * Authenticates and authorizes a Beta request; a no-op for every other path. Returns the
+   * `RateLimit-*` headers the response carries (none when the limit is off or not a Beta path).
+   */
+  async check(request: Request, path: string): Promise<Record<string, string> | null> {
     const m = ORG_PATH.exec(path);
-    if (!m) return;
+    if (!m) return null;
     let orgId = m[1]!;
     if (orgId.includes("%")) {
       try {
@@ -63,13 +67,21 @@ export class OrgGuard {
       } catch {}
     }
     const principal = await authenticateOrg(this.s, request.headers, orgId);
-    this.limiter.check(principal.credentialId);
+    const rate = this.limiter.check(principal.credentialId);
     const method = request.method === "HEAD" ? "GET" : request.method;
     const segments = pathSegments(path);
     const route = this.routes.get(method)?.find((r) => r.matches(segments));
     // An unknown path or method gets its 404/405 from the router, after authentication.
-    if (route) checkRouteScope(principal, route.scope);
     this.principals.set(request, principal);
+    const headers = rate && rateLimitHeaders(rate);
+    if (headers) this.rateHeaders.set(request, headers);
+    if (route) checkRouteScope(principal, route.scope);
+    return headers;
+  }
+
+  /** The `RateLimit-*` headers decided for a request (error responses add them too). */
+  rateLimitHeadersOf(request: Request): Record<string, string> | undefined {
+    return this.rateHeaders.get(request);
   }
 
   principalOf(request: Request): Principal | undefined {

@@ -3,6 +3,7 @@ import type { Services } from "../services.ts";
 import { RateLimiter } from "./rateLimit.ts";
 import { betaRequestBody } from "./jsonBody.ts";
 import { OrgGuard, REQUIRED_SCOPE, type RouteScope } from "./orgGuard.ts";
+import { IdempotencyKeys } from "./idempotency.ts";
 
 /**
  * The base of every route module under /beta/v1/org/:org_id. Each route declares what it
@@ -12,6 +13,7 @@ import { OrgGuard, REQUIRED_SCOPE, type RouteScope } from "./orgGuard.ts";
  */
 export function orgRoutes(s: Services, prefix: string) {
   const guard = orgGuardOf(s);
+  const idempotency = idempotencyKeysOf(s);
   return new Elysia({ prefix, normalize: false })
     .macro({
       // Published as the operation's `x-required-scope`, read from there by OrgGuard.declare
@@ -27,7 +29,15 @@ export function orgRoutes(s: Services, prefix: string) {
       // answered 500 rather than served without authentication.
       if (!principal) throw new Error("a Beta route was reached without the org guard");
       return { principal };
-    });
+    })
+    // After authentication and validation, so a refused request never claims a key.
+    .onBeforeHandle(({ request, principal, body }) => idempotency.begin(request, principal.orgId, body))
+    .onAfterHandle(({ request, responseValue, set }) => idempotency.finish(request, responseValue, set));
+}
+
+/** One `Idempotency-Key` handler per Services (per app); the app's error handler releases failed claims. */
+export function idempotencyKeysOf(s: Services): IdempotencyKeys {
+  return ((s.extras.idempotencyKeys as IdempotencyKeys | undefined) ??= new IdempotencyKeys(s.db, s.log, s.extras.idempotencyWaitMs as number | undefined));
 }
 
 /** One limiter per Services (per app), shared by the Beta guard and /mcp. */

@@ -1,5 +1,17 @@
 import { TooManyRequestsError } from "../errors.ts";
 
+/** What a client is told on every Beta response (`RateLimit-*`, IETF draft "RateLimit header fields"). */
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  /** Seconds until the current window ends. */
+  resetSeconds: number;
+}
+
+export function rateLimitHeaders(r: RateLimitState): Record<string, string> {
+  return { "ratelimit-limit": String(r.limit), "ratelimit-remaining": String(r.remaining), "ratelimit-reset": String(r.resetSeconds) };
+}
+
 /**
  * Per-credential request limit of the Beta API: a sliding pair of one-minute windows kept in
  * process memory. With several replicas each enforces it on its own share of the traffic (the
@@ -10,9 +22,12 @@ export class RateLimiter {
 
   constructor(private readonly perMinute: number, private readonly now: () => number = Date.now) {}
 
-  /** Throws 429 with Retry-After when `key` is over its limit. A limit of 0 disables it. */
-  check(key: string): void {
-    if (this.perMinute <= 0) return;
+  /**
+   * Counts a request of `key`: its remaining allowance, or 429 with Retry-After when over the
+   * limit. A limit of 0 disables it (no state, no headers).
+   */
+  check(key: string): RateLimitState | null {
+    if (this.perMinute <= 0) return null;
     const t = this.now();
     const minute = Math.floor(t / 60_000) * 60_000;
     let w = this.windows.get(key);
@@ -20,12 +35,14 @@ export class RateLimiter {
     else if (w.start < minute) w = { start: minute, count: 0, previous: w.count };
     const weight = 1 - (t - minute) / 60_000;
     const estimated = w.previous * weight + w.count;
+    const resetSeconds = Math.max(1, Math.ceil((minute + 60_000 - t) / 1000));
     if (estimated >= this.perMinute) {
       this.windows.set(key, w);
-      throw new TooManyRequestsError(Math.max(1, Math.ceil((minute + 60_000 - t) / 1000)));
+      throw new TooManyRequestsError(resetSeconds, rateLimitHeaders({ limit: this.perMinute, remaining: 0, resetSeconds }));
     }
     w.count++;
     this.windows.set(key, w);
     if (this.windows.size > 100_000) this.windows.clear();
+    return { limit: this.perMinute, remaining: Math.max(0, Math.floor(this.perMinute - estimated - 1)), resetSeconds };
   }
 }

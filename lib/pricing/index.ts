@@ -3,7 +3,8 @@
  * request context. The REST estimates, the MCP tools and plan generation all call it; the
  * inputs come from `loadPricingInputs` (lib/catalog/pricingInputs.ts) or are built by hand.
  *
- * Shapes returned are the API's (snake_case CommitmentOption and pricing line entries).
+ * Shapes returned are the API's (snake_case CommitmentOption and pricing line entries), at full
+ * precision: responses show them through ./display.ts (money at the edge, DESIGN §12).
  */
 
 export const HOURS_PER_MONTH = 730;

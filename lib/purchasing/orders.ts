@@ -3,7 +3,8 @@
  * and story, approval and rejection, the lapse of stale approvals (whose plans are then
  * regenerated, never bought stale), and the order's status settled from its items'.
  */
-import { and, asc, desc, eq, inArray, lte } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import type { Page, PageRequest } from "../http/paging.ts";
 import type { DbOrTx, Tx } from "../db/index.ts";
 import { purchaseEvents, purchaseItems, purchases } from "../db/schema/index.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
@@ -96,6 +97,15 @@ export async function listPurchases(db: DbOrTx, orgId: string, opts: { status?: 
     .limit(opts.limit ?? 100);
   return rows.map(purchaseSummaryView);
 }
+
+/** One page of the org's purchases, newest first (id as tiebreak), optionally of one status. */
+export async function pagePurchases(db: DbOrTx, orgId: string, opts: { status?: PurchaseStatus }, p: Pick<PageRequest, "offset" | "limit">): Promise<Page<PurchaseSummaryView>> {
+  const where = and(eq(purchases.orgId, orgId), opts.status ? eq(purchases.status, opts.status) : undefined);
+  const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(purchases).where(where);
+  const rows = await db.select().from(purchases).where(where).orderBy(desc(purchases.createdAt), desc(purchases.id)).limit(p.limit).offset(p.offset);
+  return { items: rows.map(purchaseSummaryView), total: Number(counted?.n ?? 0) };
+}
+export type PurchaseSummaryView = ReturnType<typeof purchaseSummaryView>;
 
 export async function getPurchase(db: DbOrTx, orgId: string, id: string) {
   const [p] = await db.select().from(purchases).where(and(eq(purchases.orgId, orgId), eq(purchases.id, id)));

@@ -42,12 +42,37 @@ export interface ReportDefinition {
   update_cadence: Cadence;
   params: FilterParam[];
   output_fields: FieldDescriptor[];
-  /** Output columns holding money (rounded to cents, printed with 2 decimals in CSV). */
+  /** Output columns holding money (whole cents, printed with 2 decimals in CSV). */
   money: string[];
+  /** How the money columns are rounded to cents (absent: the row query rounds them itself). */
+  rounding?: MoneyRounding;
   /** A total order of the rows. */
   orderBy: string[];
-  /** SELECT producing exactly the output columns (no ORDER BY). */
+  /** SELECT producing exactly the output columns with exact (unrounded) amounts (no ORDER BY). */
+  exactSql: string;
+  /** SELECT producing exactly the output columns as shown: money in cents, totals from the rounded parts (no ORDER BY). */
   sql: string;
+}
+
+/** A money column with its sign in a sum. */
+export interface Term {
+  column: string;
+  sign: 1 | -1;
+}
+
+/**
+ * Money rounding of a report (DESIGN §12: totals in a row are derived from the rounded parts it
+ * shows). Within each (provider, billing_currency) of the month:
+ * - each group's columns are rounded together so that Σ sign × column over the month is the
+ *   exact sum rounded to the cent (the invoice total; largest remainder among the columns), and
+ *   each column's month total is the floor or ceiling of its exact sum;
+ * - each column is then spread over the rows by largest remainder: every cell is the floor or
+ *   ceiling of its exact amount, and the cells add up to the column's month total;
+ * - `derived` columns are sums of the rounded cells of their row.
+ */
+export interface MoneyRounding {
+  groups: Term[][];
+  derived: { column: string; terms: Term[] }[];
 }
 
 const P = {
@@ -84,7 +109,10 @@ const F = {
   net: { name: "net_savings", type: "number", description: "gross_savings − premiums + rebates." },
 } satisfies Record<string, FieldDescriptor>;
 
-const R = (x: string) => `ROUND((${x})::numeric, 2)`;
+/** An exact amount as numeric (the rounding to cents happens in `shownSql`). */
+const X = (x: string) => `(${x})::numeric`;
+/** Rates, prices per hour and quantities: 6 decimals (DESIGN §12). */
+const RATE = (x: string) => `ROUND((${x})::numeric, 6)`;
 const ACCT = SQLX.account;
 
 /** Raw rows of the org's month (and provider): only the resource-grain report reads them. */
@@ -122,19 +150,38 @@ function allocation(grain: "account" | "service" | "day_account", dims: string[]
   )`;
 }
 
+const plus = (column: string): Term => ({ column, sign: 1 });
+const minus = (column: string): Term => ({ column, sign: -1 });
+
 /** Bill columns from summary rows `s`. */
-const BILL_SUMMED = `${R("SUM(s.ondemand_cost)")} AS ondemand_cost, ${R("SUM(s.commitment_cost)")} AS commitment_cost, ${R("SUM(s.other_cost)")} AS other_cost,
-  ${R("SUM(s.total_cost)")} AS total_cost, ${R("SUM(s.billed_cost)")} AS billed_cost`;
+const BILL_SUMMED = `${X("SUM(s.ondemand_cost)")} AS ondemand_cost, ${X("SUM(s.commitment_cost)")} AS commitment_cost, ${X("SUM(s.other_cost)")} AS other_cost,
+  ${X("SUM(s.total_cost)")} AS total_cost, ${X("SUM(s.billed_cost)")} AS billed_cost`;
 const BILL_SUMS = `
-  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.ondemand}), 0)`)} AS ondemand_cost,
-  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase'), 0)`)} AS commitment_cost,
-  ${R(`COALESCE(SUM(li.effective_cost) FILTER (WHERE li.charge_category NOT IN ('Usage', 'Purchase')), 0)`)} AS other_cost,
-  ${R("SUM(li.effective_cost)")} AS total_cost, ${R("SUM(li.billed_cost)")} AS billed_cost`;
+  ${X(`COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.ondemand}), 0)`)} AS ondemand_cost,
+  ${X(`COALESCE(SUM(li.effective_cost) FILTER (WHERE (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase'), 0)`)} AS commitment_cost,
+  ${X(`COALESCE(SUM(li.effective_cost) FILTER (WHERE li.charge_category NOT IN ('Usage', 'Purchase')), 0)`)} AS other_cost,
+  ${X("SUM(li.effective_cost)")} AS total_cost, ${X("SUM(li.billed_cost)")} AS billed_cost`;
 const BILL_FIELDS = [F.ondemand, F.billCommitment, F.other, F.total, F.billed];
 const BILL_MONEY = ["ondemand_cost", "commitment_cost", "other_cost", "total_cost", "billed_cost"];
-const COMMIT_OUT = `${R("SUM(a.used)")} AS commitment_used_cost, ${R("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost, ${R("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${R("SUM(a.covered)")} AS covered_ondemand_cost, ${R("SUM(a.savings)")} AS savings`;
+/**
+ * On-demand, commitment and other charges partition the rows (ChargeCategory and commitment
+ * id), so total_cost = Σ EffectiveCost is their sum; the provider's month total is exact to the cent.
+ */
+const BILL_ROUNDING: MoneyRounding = {
+  groups: [[plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")], [plus("billed_cost")]],
+  derived: [{ column: "total_cost", terms: [plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")] }],
+};
+const COMMIT_OUT = `${X("SUM(a.used)")} AS commitment_used_cost, ${X("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost, ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.covered)")} AS covered_ondemand_cost, ${X("SUM(a.savings)")} AS savings`;
 const COMMIT_FIELDS = [F.used, F.unusedAlloc, F.commitmentCost, F.covered, F.savings];
 const COMMIT_MONEY = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "savings"];
+/** commitment_cost = used + unused allocated (the commitments' cost, exact to the cent per month); savings = covered on-demand − used (both over the Used rows). */
+const COMMIT_ROUNDING: MoneyRounding = {
+  groups: [[plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")], [plus("covered_ondemand_cost")]],
+  derived: [
+    { column: "commitment_cost", terms: [plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")] },
+    { column: "savings", terms: [plus("covered_ondemand_cost"), minus("commitment_used_cost")] },
+  ],
+};
 
 /**
  * Insured (`_gris`) commitments: premium = fee_rate × max(gross, 0) per commitment and month,
@@ -169,15 +216,19 @@ const PREMIUMS = `ins AS (SELECT c.provider, c.provider_commitment_id AS cid, CO
     SELECT provider, currency, account_id, SUM(premium_t * share) AS premiums, SUM(rebate_t * share) AS rebates, SUM(gross_t * share) AS gross
     FROM pshare GROUP BY 1, 2, 3
   )`;
-const PREMIUM_OUT = `${R("SUM(p.premiums)")} AS premiums, ${R("SUM(p.rebates)")} AS rebates, ${R("SUM(p.gross)")} AS gross_savings, ${R("SUM(p.gross - p.premiums + p.rebates)")} AS net_savings`;
+const PREMIUM_OUT = `${X("SUM(p.premiums)")} AS premiums, ${X("SUM(p.rebates)")} AS rebates, ${X("SUM(p.gross)")} AS gross_savings, ${X("SUM(p.gross - p.premiums + p.rebates)")} AS net_savings`;
 const PREMIUM_FIELDS = [F.premiums, F.rebates, F.gross, F.net];
 const PREMIUM_MONEY = ["premiums", "rebates", "gross_savings", "net_savings"];
+const PREMIUM_ROUNDING: MoneyRounding = {
+  groups: [[plus("gross_savings"), minus("premiums"), plus("rebates")]],
+  derived: [{ column: "net_savings", terms: [plus("gross_savings"), minus("premiums"), plus("rebates")] }],
+};
 
 const MONTH = `to_char($2::date, 'YYYY-MM')`;
 /** The summaries' `day` is the UTC date of the charge period start. */
 const DAY_OF_SUMMARY = `to_char(s.day, 'YYYY-MM-DD')`;
 
-export const REPORTS: ReportDefinition[] = [
+const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
   {
     report_type: "premiums_and_rebates_by_account",
     name: "Premiums and rebates by account",
@@ -188,8 +239,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.account],
     output_fields: [F.month, F.provider, F.currency, F.account, F.accountName, ...PREMIUM_FIELDS],
     money: PREMIUM_MONEY,
+    rounding: PREMIUM_ROUNDING,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${ACCOUNTS}, ${PREMIUMS}
+    exactSql: `WITH ${ACCOUNTS}, ${PREMIUMS}
       SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, p.account_id, max(acct.account_name) AS account_name, ${PREMIUM_OUT}
       FROM pacct p LEFT JOIN acct USING (provider, account_id) GROUP BY p.provider, p.currency, p.account_id`,
   },
@@ -210,8 +262,9 @@ export const REPORTS: ReportDefinition[] = [
       ...PREMIUM_FIELDS,
     ],
     money: PREMIUM_MONEY,
+    rounding: PREMIUM_ROUNDING,
     orderBy: ["provider", "billing_currency", "child_org_id"],
-    sql: `WITH ${PREMIUMS}
+    exactSql: `WITH ${PREMIUMS}
       SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, ca.child_org_id::text AS child_org_id, max(o.name) AS child_org_name, ${PREMIUM_OUT}
       FROM pacct p
       LEFT JOIN cloud_accounts ca ON ca.org_id = $1::uuid AND ca.provider = p.provider AND ca.account_id = p.account_id
@@ -228,8 +281,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.billingAccount, P.account],
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
+    rounding: COMMIT_ROUNDING,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${ACCOUNTS}, ${allocation("account", ["account_id"], null)}
+    exactSql: `WITH ${ACCOUNTS}, ${allocation("account", ["account_id"], null)}
       SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, a.account_id, max(acct.account_name) AS account_name, ${COMMIT_OUT}
       FROM alloc a LEFT JOIN acct USING (provider, account_id) GROUP BY a.provider, a.currency, a.account_id`,
   },
@@ -243,8 +297,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.service],
     output_fields: [F.month, F.provider, F.currency, F.service, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
+    rounding: COMMIT_ROUNDING,
     orderBy: ["provider", "billing_currency", "service_name"],
-    sql: `WITH ${allocation("service", ["service_name"], null)}
+    exactSql: `WITH ${allocation("service", ["service_name"], null)}
       SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, a.service_name, ${COMMIT_OUT}
       FROM alloc a GROUP BY a.provider, a.currency, a.service_name`,
   },
@@ -258,10 +313,14 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.account],
     output_fields: [F.date, F.provider, F.currency, F.account, F.used, F.unusedAlloc, F.commitmentCost, F.savings],
     money: ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "savings"],
+    rounding: {
+      groups: [[plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")], [plus("savings")]],
+      derived: [{ column: "commitment_cost", terms: [plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")] }],
+    },
     orderBy: ["date", "provider", "billing_currency", "account_id"],
-    sql: `WITH ${allocation("day_account", ["account_id"], { expr: DAY_OF_SUMMARY, name: "date" })}
-      SELECT a.date, a.provider, a.currency AS billing_currency, a.account_id, ${R("SUM(a.used)")} AS commitment_used_cost, ${R("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost,
-        ${R("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${R("SUM(a.savings)")} AS savings
+    exactSql: `WITH ${allocation("day_account", ["account_id"], { expr: DAY_OF_SUMMARY, name: "date" })}
+      SELECT a.date, a.provider, a.currency AS billing_currency, a.account_id, ${X("SUM(a.used)")} AS commitment_used_cost, ${X("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost,
+        ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.savings)")} AS savings
       FROM alloc a GROUP BY a.date, a.provider, a.currency, a.account_id`,
   },
   {
@@ -274,8 +333,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.billingAccount, P.account],
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...BILL_FIELDS],
     money: BILL_MONEY,
+    rounding: BILL_ROUNDING,
     orderBy: ["provider", "billing_currency", "account_id"],
-    sql: `WITH ${ACCOUNTS}
+    exactSql: `WITH ${ACCOUNTS}
       SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, s.account_id, max(acct.account_name) AS account_name, ${BILL_SUMMED}
       FROM ${COST_BY("account").replace(" WHERE ", " LEFT JOIN acct ON acct.provider = s.provider AND acct.account_id = s.account_id WHERE ")}
       GROUP BY s.provider, s.currency, s.account_id`,
@@ -290,8 +350,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.service],
     output_fields: [F.month, F.provider, F.currency, F.serviceCategory, F.service, ...BILL_FIELDS],
     money: BILL_MONEY,
+    rounding: BILL_ROUNDING,
     orderBy: ["provider", "billing_currency", "service_category", "service_name"],
-    sql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.service_category, s.service_name, ${BILL_SUMMED}
+    exactSql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.service_category, s.service_name, ${BILL_SUMMED}
       FROM ${COST_BY("service")} GROUP BY s.provider, s.currency, s.service_category, s.service_name`,
   },
   {
@@ -304,8 +365,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider],
     output_fields: [F.date, F.provider, F.currency, ...BILL_FIELDS],
     money: BILL_MONEY,
+    rounding: BILL_ROUNDING,
     orderBy: ["date", "provider", "billing_currency"],
-    sql: `SELECT ${DAY_OF_SUMMARY} AS date, s.provider, s.currency AS billing_currency, ${BILL_SUMMED}
+    exactSql: `SELECT ${DAY_OF_SUMMARY} AS date, s.provider, s.currency AS billing_currency, ${BILL_SUMMED}
       FROM ${COST_BY("day")} GROUP BY 1, 2, 3`,
   },
   {
@@ -318,8 +380,9 @@ export const REPORTS: ReportDefinition[] = [
     params: [P.provider, P.account, P.service],
     output_fields: [F.month, F.provider, F.currency, F.account, { name: "resource_id", type: "string", description: "FOCUS ResourceId (null for charges without a resource)." }, F.service, ...BILL_FIELDS],
     money: BILL_MONEY,
+    rounding: BILL_ROUNDING,
     orderBy: ["provider", "billing_currency", "account_id", "resource_id", "service_name"],
-    sql: `WITH ${LI}
+    exactSql: `WITH ${LI}
       SELECT ${MONTH} AS month, li.provider, li.billing_currency, ${ACCT} AS account_id, li.resource_id, li.service_name, ${BILL_SUMS}
       FROM li GROUP BY li.provider, li.billing_currency, ${ACCT}, li.resource_id, li.service_name`,
   },
@@ -349,14 +412,86 @@ export const REPORTS: ReportDefinition[] = [
     ],
     money: ["upfront_cost"],
     orderBy: ["provider", "commitment_id"],
-    sql: `SELECT ${MONTH} AS month, c.provider, c.provider_commitment_id AS commitment_id, c.commitment_type, c.contract_term, c.payment_option,
+    exactSql: `SELECT ${MONTH} AS month, c.provider, c.provider_commitment_id AS commitment_id, c.commitment_type, c.contract_term, c.payment_option,
         to_char(c.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS starts_at, to_char(c.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS ends_at,
-        c.amount, ${R("c.upfront_cost")} AS upfront_cost, c.recurring_hourly_cost, c.holding_account_id AS account_id, c.insured, c.fee_rate
+        ${RATE("c.amount")} AS amount, ROUND((c.upfront_cost)::numeric, 2) AS upfront_cost, ${RATE("c.recurring_hourly_cost")} AS recurring_hourly_cost, c.holding_account_id AS account_id, c.insured, ${RATE("c.fee_rate")} AS fee_rate
       FROM commitments c
       WHERE c.org_id = $1::uuid AND ($3::text IS NULL OR c.provider = $3::text)
         AND (c.starts_at IS NULL OR c.starts_at < ($2::date + interval '1 month')) AND (c.ends_at IS NULL OR c.ends_at > $2::date)`,
   },
 ];
+
+/**
+ * The shown rows of a report (MoneyRounding): its exact rows, with each money column in whole
+ * cents, computed over the whole month: a filter on the outer query never changes the cents of
+ * the rows it keeps, and the frozen snapshot (one provider at a time) holds the live cents.
+ *
+ * Largest remainder without sorting the month: every cell first rounds half up; the few cents
+ * the column's month target still differs by go to (or come back from) the cells nearest to the
+ * rounding boundary, found with a bounded top-N per (provider, currency). Ties go by the
+ * report's row order, so the same data always gives the same cents (JSON, CSV, COPY, snapshot).
+ */
+export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields" | "orderBy" | "rounding">): string {
+  const rounding = def.rounding;
+  if (!rounding) return def.exactSql;
+  const cols = rounding.groups.flat().map((t) => t.column);
+  const part = new Set(["provider", "billing_currency"]);
+  const keys = def.orderBy.filter((c) => !part.has(c));
+  const ahead = keys.map((k) => `, x.${k} ASC NULLS FIRST`).join("");
+  const behind = keys.map((k) => `, x.${k} DESC NULLS LAST`).join("");
+  // Each group's month total (cents) is its exact total rounded; its columns share it by largest
+  // remainder (ties: in column order), so each column's total is the floor or ceiling of its own.
+  const targets = rounding.groups.map((g, gi) =>
+    g.length === 1 ? `ROUND(s._s_${g[0]!.column}) AS _t_${g[0]!.column}` : g.map((t, i) => `g${gi}.t[${i + 1}] AS _t_${t.column}`).join(", "),
+  );
+  const laterals = rounding.groups.map((g, gi) =>
+    g.length === 1
+      ? ""
+      : ` CROSS JOIN LATERAL (
+      SELECT array_agg(v.sgn * (v.f + CASE WHEN v.rk <= v.k THEN 1 ELSE 0 END) ORDER BY v.i) AS t
+      FROM (
+        SELECT u.i, u.sgn, floor(u.y) AS f, row_number() OVER (ORDER BY u.y - floor(u.y) DESC, u.i) AS rk, ROUND(SUM(u.y) OVER ()) - SUM(floor(u.y)) OVER () AS k
+        FROM unnest(ARRAY[${g.map((t) => `${t.sign} * s._s_${t.column}`).join(", ")}]::numeric[], ARRAY[${g.map((t) => t.sign).join(", ")}]::int[]) WITH ORDINALITY AS u(y, sgn, i)
+      ) v
+    ) g${gi}`,
+  );
+  const samePart = "x.provider = t.provider AND x.billing_currency = t.billing_currency";
+  // Cents still to add (> 0) or take back (< 0) per column, beyond rounding every cell half up.
+  const adjust = cols.map(
+    (c) => `a_${c} AS (
+    SELECT p._id, 1 AS d FROM d t CROSS JOIN LATERAL (SELECT x._id FROM x WHERE ${samePart} AND x._r_${c} < 0.5 ORDER BY x._r_${c} DESC${ahead} LIMIT GREATEST(t._d_${c}, 0)) p
+    UNION ALL
+    SELECT p._id, -1 FROM d t CROSS JOIN LATERAL (SELECT x._id FROM x WHERE ${samePart} AND x._r_${c} >= 0.5 ORDER BY x._r_${c} ASC${behind} LIMIT GREATEST(-t._d_${c}, 0)) p
+  )`,
+  );
+  const cents = (terms: Term[]) => terms.map((t, i) => `${t.sign < 0 ? "-" : i ? "+" : ""} y._c_${t.column}`).join(" ");
+  const derived = new Map(rounding.derived.map((d) => [d.column, d.terms]));
+  const out = def.output_fields.map((f) => {
+    if (cols.includes(f.name)) return `ROUND(y._c_${f.name} / 100.0, 2) AS ${f.name}`;
+    const terms = derived.get(f.name);
+    return terms ? `ROUND((${cents(terms)}) / 100.0, 2) AS ${f.name}` : `y.${f.name}`;
+  });
+  const cell = (c: string) => `floor(q.${c} * 100)`;
+  // _id only joins the adjustments back within this one statement (x is materialized once).
+  return `WITH x AS MATERIALIZED (
+    SELECT q.*, row_number() OVER () AS _id, ${cols.map((c) => `${cell(c)} AS _f_${c}, q.${c} * 100 - ${cell(c)} AS _r_${c}`).join(", ")}
+    FROM (${def.exactSql}) q
+  ),
+  t AS (
+    SELECT s.provider, s.billing_currency, ${targets.join(", ")}${cols.map((c) => `, s._u_${c}`).join("")}
+    FROM (SELECT x.provider, x.billing_currency, ${cols.map((c) => `SUM(x.${c}) * 100 AS _s_${c}, SUM(x._f_${c}) + count(*) FILTER (WHERE x._r_${c} >= 0.5) AS _u_${c}`).join(", ")}
+          FROM x GROUP BY x.provider, x.billing_currency) s${laterals.join("")}
+  ),
+  d AS (SELECT t.provider, t.billing_currency, ${cols.map((c) => `t._t_${c} - t._u_${c} AS _d_${c}`).join(", ")} FROM t),
+  ${adjust.join(",\n  ")},
+  y AS (
+    SELECT x.*, ${cols.map((c) => `x._f_${c} + CASE WHEN x._r_${c} >= 0.5 THEN 1 ELSE 0 END + COALESCE(a_${c}.d, 0) AS _c_${c}`).join(", ")}
+    FROM x${cols.map((c) => ` LEFT JOIN a_${c} ON a_${c}._id = x._id`).join("")}
+  )
+  SELECT ${out.join(", ")} FROM y`;
+}
+
+export const REPORTS: ReportDefinition[] = DEFINITIONS.map((d) => ({ ...d, sql: shownSql(d) }));
 
 export function findReport(type: string): ReportDefinition | undefined {
   return REPORTS.find((r) => r.report_type === type);

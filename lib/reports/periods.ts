@@ -1,10 +1,13 @@
 /**
  * Billing periods (invoice months per org and provider) and the freeze of closed periods into
  * report_snapshots. A period is `open` until its invoice closes (CLI `periods close`, FOCUS
- * BillingPeriodStatus=Closed in the data, or automatically once it is two months old); the
- * freeze job then snapshots every non-static report of that (org, provider, month) in one
- * transaction that also sets frozen_at, claiming the period with a row lock so one replica
- * does it, and a crash leaves either nothing or everything.
+ * BillingPeriodStatus=Closed or an InvoiceId in the data, or automatically once it is two months
+ * old); the freeze (the CLI right after closing, else the freeze job) then snapshots every report
+ * of that (org, provider, month) in one transaction that also sets frozen_at, claiming the period
+ * with a row lock so one replica does it, and a crash leaves either nothing or everything.
+ * Reports call a month `finalized` only once it is frozen (lib/reports/service.ts): closing alone
+ * changes nothing a client sees, so late rows between the close and the freeze are in the
+ * finalized figures and nothing after the freeze can change them.
  */
 import type { Db, DbOrTx } from "../db/index.ts";
 import { isProvider, monthStart, queryRows, type Provider } from "../billing/sql.ts";
@@ -70,15 +73,17 @@ function snapshotInsertSql(sql: string, orderBy: string[]): string {
 }
 
 /**
- * Freezes closed, unfrozen periods (all orgs, or one org/provider/month). Each period is claimed
- * with FOR UPDATE SKIP LOCKED, so concurrent runs split the work and never freeze one twice.
+ * Freezes closed, unfrozen periods of months that have ended (all orgs, or one
+ * org/provider/month). Each period is claimed with FOR UPDATE SKIP LOCKED, so concurrent runs
+ * split the work and never freeze one twice.
  */
 export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: string; provider?: Provider; month?: string }): Promise<{ org_id: string; provider: Provider; month: string; snapshot_rows: number }[]> {
   const done: { org_id: string; provider: Provider; month: string; snapshot_rows: number }[] = [];
   for (;;) {
     const r = await db.transaction(async (tx) => {
       const params: unknown[] = [];
-      const where = ["status = 'closed'", "frozen_at IS NULL"];
+      // A month still running is never frozen, whatever its data says: it stays in progress.
+      const where = ["status = 'closed'", "frozen_at IS NULL", `month < $${params.push(monthStart(now))}::date`];
       if (only) {
         where.push(`org_id = $${params.push(only.orgId)}::uuid`);
         if (only.provider) where.push(`provider = $${params.push(only.provider)}`);
@@ -94,7 +99,6 @@ export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: str
       await queryRows(tx, `DELETE FROM report_snapshots WHERE org_id = $1::uuid AND provider = $2 AND month = $3::date`, [p.org_id, p.provider, p.month]);
       let n = 0;
       for (const rep of REPORTS) {
-        if (rep.update_cadence === "static") continue;
         const ins = await queryRows(tx, `WITH ins AS (${snapshotInsertSql(rep.sql, rep.orderBy)} RETURNING 1) SELECT count(*)::int AS n FROM ins`, [p.org_id, p.month, p.provider, rep.report_type]);
         n += Number((ins[0] as any)?.n ?? 0);
       }

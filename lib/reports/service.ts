@@ -7,7 +7,7 @@
 import { collectGarbageHint } from "../adapters/gc.ts";
 import type { DatabaseHandle, DbOrTx } from "../db/index.ts";
 import { BadRequestError, NotFoundError } from "../errors.ts";
-import { monthStart, queryRows, type Provider } from "../billing/sql.ts";
+import { PROVIDERS, monthStart, queryRows, type Provider } from "../billing/sql.ts";
 import { REPORTS, descriptorOf, findReport, type ReportDefinition } from "./catalog.ts";
 import { listBillingPeriods } from "./periods.ts";
 import { ClientGoneError, DownloadIdleError, DownloadsBusyError, ReportTimeoutError, downloadLimits, downloadSlots } from "./downloads.ts";
@@ -122,32 +122,107 @@ async function monthStates(db: DbOrTx, orgId: string, provider?: Provider): Prom
 
 const entryOf = (month: string, status: PeriodEntry["status"]): PeriodEntry => ({ year: +month.slice(0, 4), month: +month.slice(5, 7), status });
 
-/** The report's available periods, most recent first. */
-export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefinition, provider: Provider | undefined, now: Date): Promise<PeriodEntry[]> {
-  return periodsOf(def, await monthStates(db, orgId, provider), now);
+/**
+ * What a month is for a report (the one rule behind both `/periods` and the fetch's
+ * `period_status`): `finalized` once every provider's billing period of the month is frozen
+ * (closing alone is not enough: the freeze is what makes the rows final), else `in_progress`
+ * for `daily` and `static` reports. An `on_period_close` report has only finalized months; an
+ * open month of it (the current one, or an earlier one not frozen yet) is `awaiting_close`:
+ * served empty and unlabelled, never listed. Null: not a month of the report (future, or no data
+ * and not the current month).
+ */
+type MonthAnswer = { status: PeriodEntry["status"] } | "awaiting_close" | null;
+
+function monthAnswer(def: ReportDefinition, state: MonthState | undefined, month: string, now: Date): MonthAnswer {
+  const current = monthStart(now);
+  if (month > current || (!state && month < current)) return null;
+  const finalized = state !== undefined && state.providers.length > 0 && state.providers.every((p) => p.frozen);
+  if (finalized) return { status: "finalized" };
+  return def.update_cadence === "on_period_close" ? "awaiting_close" : { status: "in_progress" };
 }
 
-function periodsOf(def: ReportDefinition, states: Map<string, MonthState>, now: Date): PeriodEntry[] {
-  const current = monthStart(now);
-  const out: PeriodEntry[] = [];
-  if (def.update_cadence === "daily" && !states.has(current)) out.push(entryOf(current, "in_progress"));
-  if (def.update_cadence === "static" && !states.has(current)) out.push(entryOf(current, "finalized"));
-  for (const m of [...states.values()].sort((a, b) => b.month.localeCompare(a.month))) {
-    if (m.month > current) continue;
-    const closed = m.providers.every((p) => p.closed);
-    if (def.update_cadence === "static") out.push(entryOf(m.month, "finalized"));
-    else if (closed) out.push(entryOf(m.month, "finalized"));
-    else if (def.update_cadence === "daily") out.push(entryOf(m.month, "in_progress"));
+/** Where the rows of a report month come from: per provider, its frozen snapshot or live data (null: every provider, live). */
+interface RowSource {
+  provider: Provider | null;
+  frozen: boolean;
+}
+
+function sourcesOf(def: ReportDefinition, state: MonthState | undefined, provider: Provider | undefined): RowSource[] {
+  if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: p.frozen }));
+  // The commitment inventory is not made of billing rows: every provider has one, frozen with its billing period.
+  const frozen = new Set((state?.providers ?? []).filter((p) => p.frozen).map((p) => p.provider));
+  if (!frozen.size) return [{ provider: provider ?? null, frozen: false }];
+  return (provider ? [provider] : PROVIDERS).map((p) => ({ provider: p, frozen: frozen.has(p) }));
+}
+
+/**
+ * With row filters (account_id, service_name, …) a month is a period of the report only when
+ * the report, as served, has a row under them — except the current month of a `daily` or
+ * `static` report, always listed as the preview that fills up during the month.
+ */
+const needsRowCheck = (def: ReportDefinition, month: string, now: Date, filters: Record<string, string>) =>
+  Object.keys(filters).length > 0 && !(month === monthStart(now) && def.update_cadence !== "on_period_close");
+
+function snapshotWhere(filters: Record<string, string>, params: unknown[]): string {
+  return Object.entries(filters)
+    .map(([col, v]) => ` AND row->>'${col.replace(/[^a-z_]/g, "")}' = $${params.push(v)}`)
+    .join("");
+}
+
+async function hasRows(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, sources: RowSource[], filters: Record<string, string>): Promise<boolean> {
+  for (const src of sources) {
+    let rows: unknown[];
+    if (src.frozen) {
+      const params: unknown[] = [orgId, def.report_type, src.provider, month];
+      rows = await queryRows(db, `SELECT 1 FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${snapshotWhere(filters, params)} LIMIT 1`, params);
+    } else {
+      // The exact rows: which rows exist does not depend on rounding, and the filters reach the grouping.
+      const params: unknown[] = [orgId, month, src.provider];
+      const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
+      rows = await queryRows(db, `SELECT 1 FROM (${def.exactSql}) r WHERE ${where.join(" AND ")} LIMIT 1`, params);
+    }
+    if (rows.length) return true;
   }
-  return out.sort((a, b) => b.year - a.year || b.month - a.month);
+  return false;
+}
+
+/** The report's available periods under the query's filters, most recent first. */
+export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefinition, q: Pick<ReportQuery, "provider" | "filters">, now: Date): Promise<PeriodEntry[]> {
+  const states = await monthStates(db, orgId, q.provider);
+  const months = [...new Set([monthStart(now), ...states.keys()])].sort().reverse();
+  const out: PeriodEntry[] = [];
+  for (const month of months) {
+    const answer = monthAnswer(def, states.get(month), month, now);
+    if (answer === null || answer === "awaiting_close") continue;
+    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(db, orgId, def, month, sourcesOf(def, states.get(month), q.provider), q.filters))) continue;
+    out.push(entryOf(month, answer.status));
+  }
+  return out;
+}
+
+/**
+ * A frozen row as shown: totals from its rounded parts. Snapshots frozen before totals were
+ * derived this way held totals rounded on their own, a cent off the sum of their parts.
+ */
+function shownSnapshotRow(def: ReportDefinition, row: Record<string, unknown>): Record<string, unknown> {
+  for (const d of def.rounding?.derived ?? []) {
+    let cents = 0;
+    for (const t of d.terms) {
+      const v = row[t.column];
+      if (v === null || v === undefined) return row;
+      cents += t.sign * Math.round(Number(v) * 100);
+    }
+    row[d.column] = cents / 100;
+  }
+  return row;
 }
 
 export interface OpenedReport {
   def: ReportDefinition;
   year: number;
   month: number;
-  /** `finalized`, `in_progress`, or `in_progress` with no rows for an on_period_close report of an open month. */
-  periodStatus: PeriodEntry["status"];
+  /** The month's status as `/periods` lists it; null (and no rows) for an on_period_close report's month not closed yet. */
+  periodStatus: PeriodEntry["status"] | null;
   format: "json" | "csv";
   /** Streams the rows in batches (already typed per output_fields). */
   forEachBatch(onBatch: (rows: ReportRow[]) => Promise<void> | void): Promise<void>;
@@ -260,19 +335,20 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
   // primary's period state of this month (a frozen month is never read stale), else the primary.
   const readFrom = opts.reader && opts.reader !== handle ? await readConsistent(handle, opts.reader, PERIOD_TOKEN_SQL, [orgId, month, q.provider ?? null]) : handle;
   const states = await monthStates(readFrom.db, orgId, q.provider);
-  const entry = periodsOf(def, states, now).find((p) => p.year === q.year && p.month === q.month);
   const state = states.get(month);
-  let status: PeriodEntry["status"];
-  let sources: { provider: Provider | null; frozen: boolean }[];
-  if (entry) {
-    status = entry.status;
-    sources = def.update_cadence === "static" ? [{ provider: q.provider ?? null, frozen: false }] : (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: p.frozen }));
-  } else if (def.update_cadence === "on_period_close" && month <= monthStart(now) && (month === monthStart(now) || state)) {
-    // Empty until the invoice closes (SPEC: the current period returns empty until close).
-    status = "in_progress";
+  const answer = monthAnswer(def, state, month, now);
+  const notAvailable = () => new NotFoundError(`Period ${q.year}-${String(q.month).padStart(2, "0")} is not available for report \`${type}\`.`, "period_not_available");
+  if (answer === null) throw notAvailable();
+  let status: PeriodEntry["status"] | null;
+  let sources: RowSource[];
+  if (answer === "awaiting_close") {
+    // SPEC: returns empty for the current period until close; not a period yet, so no status.
+    status = null;
     sources = [];
   } else {
-    throw new NotFoundError(`Period ${q.year}-${String(q.month).padStart(2, "0")} is not available for report \`${type}\`.`, "period_not_available");
+    status = answer.status;
+    sources = sourcesOf(def, state, q.provider);
+    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(readFrom.db, orgId, def, month, sources, q.filters))) throw notAvailable();
   }
   const batchSize = 2000;
   const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0 };
@@ -283,11 +359,10 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     for (const src of sources) {
       if (src.frozen) {
         const params: unknown[] = [orgId, def.report_type, src.provider, month];
-        const where = Object.entries(q.filters).map(([col, v]) => `row->>'${col.replace(/[^a-z_]/g, "")}' = $${params.push(v)}`);
         await readFrom.stream<{ row: unknown }>(
-          `SELECT row FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${where.map((w) => ` AND ${w}`).join("")} ORDER BY seq`,
+          `SELECT row FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${snapshotWhere(q.filters, params)} ORDER BY seq`,
           params,
-          (rows) => onBatch(rows.map((r) => (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>)),
+          (rows) => onBatch(rows.map((r) => shownSnapshotRow(def, (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>))),
           batchSize,
           streamOpts,
         ).catch(timedOut);
@@ -487,6 +562,8 @@ export function producerStreamWhenStarted(
   });
 }
 
+const periodStatusHeader = (r: OpenedReport): Record<string, string> => (r.periodStatus ? { "x-period-status": r.periodStatus } : {});
+
 /** The HTTP answer of a report fetch: JSON `{report_type, year, month, period_status, rows}` or a CSV download, both streamed. */
 export async function reportResponse(r: OpenedReport, headers: Record<string, string>, onError: (e: unknown) => void, opts: ProducerStreamOptions = {}): Promise<Response> {
   const def = r.def;
@@ -514,7 +591,7 @@ export async function reportResponse(r: OpenedReport, headers: Record<string, st
     const name = `${def.report_type}-${r.year}-${String(r.month).padStart(2, "0")}.csv`;
     return new Response(body, {
       status: 200,
-      headers: { ...headers, "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${name}"`, "x-period-status": r.periodStatus },
+      headers: { ...headers, "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${name}"`, ...periodStatusHeader(r) },
     });
   }
   const body = await producerStreamWhenStarted(
@@ -532,7 +609,7 @@ export async function reportResponse(r: OpenedReport, headers: Record<string, st
     onError,
     opts,
   );
-  return new Response(body, { status: 200, headers: { ...headers, "content-type": "application/json; charset=utf-8", "x-period-status": r.periodStatus } });
+  return new Response(body, { status: 200, headers: { ...headers, "content-type": "application/json; charset=utf-8", ...periodStatusHeader(r) } });
 }
 
 /**

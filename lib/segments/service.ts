@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import type { Page, PageRequest } from "../http/paging.ts";
 import type { DbOrTx } from "../db/index.ts";
 import { segments } from "../db/schema/index.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
@@ -111,4 +112,18 @@ export async function createCustomSegment(
 export async function listSegments(db: DbOrTx, orgId: string, provider?: Provider): Promise<Segment[]> {
   const where = provider ? and(eq(segments.orgId, orgId), eq(segments.provider, provider)) : eq(segments.orgId, orgId);
   return (await db.select().from(segments).where(where).orderBy(asc(segments.provider), asc(segments.createdAt))) as Segment[];
+}
+
+/**
+ * One page of the org's segments (GET /segments): by provider, the provider-resources segment
+ * first, then the custom ones oldest first, id as tiebreak. The provider-resources
+ * segments of the listed providers are created on first use here too, as GET
+ * /commitment-plan-templates does, so the default `segment_id` is always listed.
+ */
+export async function pageSegments(db: DbOrTx, orgId: string, opts: { provider?: Provider }, p: Pick<PageRequest, "offset" | "limit">): Promise<Page<SegmentView>> {
+  for (const provider of opts.provider ? [opts.provider] : PROVIDERS) await ensureProviderSegment(db, orgId, provider);
+  const where = and(eq(segments.orgId, orgId), opts.provider ? eq(segments.provider, opts.provider) : undefined);
+  const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(segments).where(where);
+  const rows = await db.select().from(segments).where(where).orderBy(asc(segments.provider), sql`${segments.kind} <> 'provider_resources'`, asc(segments.createdAt), asc(segments.id)).limit(p.limit).offset(p.offset);
+  return { items: (rows as Segment[]).map(segmentView), total: Number(counted?.n ?? 0) };
 }

@@ -3,6 +3,7 @@ import { supportDailyCounts, supportOutbox, supportTickets } from "../db/schema/
 import type { DbOrTx } from "../db/index.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
+import type { Page, PageRequest } from "../http/paging.ts";
 
 export type { Provider } from "../providers.ts";
 import type { Provider } from "../providers.ts";
@@ -193,6 +194,17 @@ export async function getSupportTicket(db: DbOrTx, key: string, orgId: string | 
   const where = orgId === null ? eq(supportTickets.number, n) : and(eq(supportTickets.number, n), eq(supportTickets.orgId, orgId));
   const [row] = await db.select().from(supportTickets).where(where).limit(1);
   return row ? ticketView(row) : null;
+}
+
+/**
+ * One page of the tickets the org filed (GET /support/tickets), newest first (the ticket number
+ * as tiebreak), optionally of one kind: the same view as one ticket read back.
+ */
+export async function pageOrgSupportTickets(db: DbOrTx, orgId: string, opts: { kind?: "bug" | "feature" }, p: Pick<PageRequest, "offset" | "limit">): Promise<Page<SupportTicketView>> {
+  const where = and(eq(supportTickets.orgId, orgId), opts.kind ? eq(supportTickets.kind, opts.kind) : undefined);
+  const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(supportTickets).where(where);
+  const rows = await db.select().from(supportTickets).where(where).orderBy(desc(supportTickets.createdAt), desc(supportTickets.number)).limit(p.limit).offset(p.offset);
+  return { items: rows.map(ticketView), total: Number(counted?.n ?? 0) };
 }
 
 export interface TicketListItem {

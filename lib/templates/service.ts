@@ -1,7 +1,8 @@
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
 import { commitmentPlanTemplates, commitments } from "../db/schema/index.ts";
 import { BadRequestError, ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../errors.ts";
+import { checkVersion, withVersion, type ExpectedVersions } from "../versions.ts";
 import { ensureProviderSegment, getSegment, type Segment } from "../segments/service.ts";
 import { COMMITMENT_TYPES, INSURED_TERMS, type ContractSpec, type Provider, type Schedule } from "./enums.ts";
 import { isValidDate, nextExecutionDate, utcDate } from "./schedule.ts";
@@ -84,7 +85,7 @@ export function autoPurchaseOf(row: TemplateRow): AutoPurchaseInput | null {
 
 export function templateView(row: TemplateRow, now: Date): TemplateView {
   const ap = autoPurchaseOf(row);
-  return {
+  return withVersion({
     id: row.id,
     name: row.name,
     description: row.description ?? null,
@@ -99,7 +100,7 @@ export function templateView(row: TemplateRow, now: Date): TemplateView {
       next_execution_date: nextExecutionDate(ap, utcDate(now), row.lastExecutionDate ?? null, row.scheduleSetOn ?? null),
       last_executed_at: row.lastExecutedAt ? row.lastExecutedAt.toISOString() : null,
     },
-  };
+  }, row.version);
 }
 
 /** Body checks TypeBox cannot express: types per provider, date order, ids of this org. */
@@ -264,9 +265,10 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * the schedule and `description: null` the description. On a system template anything but
  * auto_purchase that would change is refused with 409 and nothing is written.
  */
-export async function updateTemplate(db: DbOrTx, orgId: string, id: string, input: UpdateTemplateInput, now: Date): Promise<TemplateView> {
+export async function updateTemplate(db: DbOrTx, orgId: string, id: string, input: UpdateTemplateInput, now: Date, ifMatch?: ExpectedVersions): Promise<TemplateView> {
   return db.transaction(async (tx) => {
     const row = await loadTemplate(tx, orgId, id, true);
+    checkVersion(row.version, ifMatch);
     const current = configurationOf(row);
     const name = input.name ?? row.name;
     const description = input.description === undefined ? row.description : input.description;
@@ -288,7 +290,7 @@ export async function updateTemplate(db: DbOrTx, orgId: string, id: string, inpu
     const scheduleSetOn = sameSlots ? (row.scheduleSetOn ?? null) : utcDate(now);
     const [updated] = await tx
       .update(commitmentPlanTemplates)
-      .set({ name, description, ...configurationColumns(config), ...autoPurchaseColumns(ap, scheduleSetOn), updatedAt: now })
+      .set({ name, description, ...configurationColumns(config), ...autoPurchaseColumns(ap, scheduleSetOn), updatedAt: now, version: sql`${commitmentPlanTemplates.version} + 1` })
       .where(eq(commitmentPlanTemplates.id, row.id))
       .returning();
     return templateView(updated!, now);
@@ -296,9 +298,10 @@ export async function updateTemplate(db: DbOrTx, orgId: string, id: string, inpu
 }
 
 /** Rule 6: a system template cannot be deleted. Plans and purchases keep their rows. */
-export async function deleteTemplate(db: DbOrTx, orgId: string, id: string): Promise<void> {
+export async function deleteTemplate(db: DbOrTx, orgId: string, id: string, ifMatch?: ExpectedVersions): Promise<void> {
   await db.transaction(async (tx) => {
     const row = await loadTemplate(tx, orgId, id, true);
+    checkVersion(row.version, ifMatch);
     if (row.isSystemGenerated) throw new ConflictError("This template is system-generated and cannot be deleted.", "system_template_immutable");
     await tx.delete(commitmentPlanTemplates).where(eq(commitmentPlanTemplates.id, row.id));
   });

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { RouteModule } from "../../lib/http/orgRoutes.ts";
 import { handleMcpRequest } from "../../lib/mcp/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { MCP_RESPONSES } from "../../lib/http/protocolResponses.ts";
 
 /**
  * The assistant (MCP) server, Streamable HTTP. `parse: "none"` leaves the raw request body to
@@ -27,6 +28,7 @@ export default ((s, prefix) =>
         description:
           "Model Context Protocol endpoint for AI assistants. Authenticate with OAuth (discovered from /.well-known/oauth-protected-resource/mcp) or an API key with the assistant:read scope.",
         security: [{ bearer: [] }],
+        responses: MCP_RESPONSES,
       },
     })
     .get("", handler(s), hidden)

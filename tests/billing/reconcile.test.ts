@@ -25,6 +25,39 @@ function februaryRows() {
 }
 const money = (rows: (string | null)[][], c: string, keep: (r: (string | null)[]) => boolean = () => true) => rows.filter(keep).reduce((s, r) => s + Number(r[col[c]!] ?? 0), 0);
 
+/**
+ * "Reconciles to the cent": per provider (one invoice each), the rows of a report add up to the
+ * exact sum of the data rounded to the cent — no tolerance. Amounts are summed exactly here
+ * (10-decimal strings as integers), and each shown value is compared in whole cents.
+ */
+const SCALE = 10n ** 10n;
+const PROVIDER_OF: Record<string, string> = { AWS: "aws", "Google Cloud": "gcp" };
+function exactSum(rows: (string | null)[][], c: string, keep: (r: (string | null)[]) => boolean = () => true): bigint {
+  let s = 0n;
+  for (const r of rows.filter(keep)) {
+    const v = r[col[c]!] ?? "0";
+    const [int, frac = ""] = v.replace("-", "").split(".");
+    const n = BigInt(int!) * SCALE + BigInt((frac + "0000000000").slice(0, 10));
+    s += v.startsWith("-") ? -n : n;
+  }
+  return s;
+}
+/** An exact amount rounded to whole cents, half away from zero (PostgreSQL's ROUND). */
+const toCents = (v: bigint) => {
+  const unit = SCALE / 100n;
+  const q = (v < 0n ? -v : v) * 2n + unit;
+  const c = q / (2n * unit);
+  return Number(v < 0n ? -c : c);
+};
+const cents = (v: number) => Math.round(v * 100);
+const sumCents = (rows: Record<string, any>[], c: string) => rows.reduce((s, r) => s + cents(r[c]), 0);
+const byProvider = (p: string) => (r: (string | null)[]) => PROVIDER_OF[r[col.ProviderName!]!] === p;
+/** The shown total of a column is the floor or the ceiling of its exact sum (|difference| < 1 cent). */
+function withinACent(shownCents: number, exact: bigint) {
+  const diff = BigInt(shownCents) * (SCALE / 100n) - exact;
+  expect(diff < SCALE / 100n && diff > -SCALE / 100n, `${shownCents} vs ${exact}`).toBe(true);
+}
+
 describeEachDb("billing reconciliation on generated data", (driver) => {
   const t = useTestApp(driver, { now: () => NOW });
   let org: { id: string; key: string };
@@ -71,26 +104,34 @@ describeEachDb("billing reconciliation on generated data", (driver) => {
 
   test("Σ cloud_bill_by_service = Σ EffectiveCost (and BilledCost) of the month's rows, to the cent", async () => {
     const rep = await getReport(t, org, "cloud_bill_by_service", "year=2026&month=2");
-    const total = rep.rows.reduce((s, r) => s + r.total_cost, 0);
-    const billed = rep.rows.reduce((s, r) => s + r.billed_cost, 0);
-    // Rows are rounded to cents each: the sum may differ by at most half a cent per row.
-    expect(Math.abs(total - money(feb, "EffectiveCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
-    expect(Math.abs(billed - money(feb, "BilledCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
-    for (const r of rep.rows) expect(Math.abs(r.ondemand_cost + r.commitment_cost + r.other_cost - r.total_cost)).toBeLessThanOrEqual(0.015 + 1e-9);
+    for (const p of ["aws", "gcp"]) {
+      const rows = rep.rows.filter((r) => r.provider === p);
+      const mine = byProvider(p);
+      expect(rows.length).toBeGreaterThan(1);
+      expect(sumCents(rows, "total_cost")).toBe(toCents(exactSum(feb, "EffectiveCost", mine)));
+      expect(sumCents(rows, "billed_cost")).toBe(toCents(exactSum(feb, "BilledCost", mine)));
+      const onDemand = (r: (string | null)[]) => mine(r) && r[col.ChargeCategory!] === "Usage" && !r[col.CommitmentDiscountId!];
+      withinACent(sumCents(rows, "ondemand_cost"), exactSum(feb, "EffectiveCost", onDemand));
+    }
+    // Each row adds up as shown.
+    for (const r of rep.rows) expect(cents(r.ondemand_cost) + cents(r.commitment_cost) + cents(r.other_cost)).toBe(cents(r.total_cost));
   });
 
   test("Σ commitment cost over accounts = Σ Purchase BilledCost of the month (no-upfront: amortized = billed)", async () => {
     const rep = await getReport(t, org, "commitment_cost_by_account", "year=2026&month=2");
-    const allocated = rep.rows.reduce((s, r) => s + r.commitment_cost, 0);
-    const purchased = money(feb, "BilledCost", (r) => r[col.ChargeCategory!] === "Purchase");
-    expect(purchased).toBeGreaterThan(100);
-    expect(Math.abs(allocated - purchased)).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
-    // Unused cost is redistributed, never lost: Σ allocated unused = Σ Unused EffectiveCost.
-    const unused = money(feb, "EffectiveCost", (r) => r[col.CommitmentDiscountStatus!] === "Unused");
-    expect(Math.abs(rep.rows.reduce((s, r) => s + r.commitment_unused_allocated_cost, 0) - unused)).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
     const daily = await getReport(t, org, "commitment_cost_daily", "year=2026&month=2");
     expect(daily.rows.length).toBeGreaterThanOrEqual(28);
-    expect(Math.abs(daily.rows.reduce((s, r) => s + r.commitment_cost, 0) - purchased)).toBeLessThanOrEqual(0.005 * daily.rows.length + 1e-9);
+    expect(money(feb, "BilledCost", (r) => r[col.ChargeCategory!] === "Purchase")).toBeGreaterThan(100);
+    for (const p of ["aws", "gcp"]) {
+      const mine = byProvider(p);
+      const purchased = toCents(exactSum(feb, "BilledCost", (r) => mine(r) && r[col.ChargeCategory!] === "Purchase"));
+      expect(sumCents(rep.rows.filter((r) => r.provider === p), "commitment_cost")).toBe(purchased);
+      expect(sumCents(daily.rows.filter((r) => r.provider === p), "commitment_cost")).toBe(purchased);
+      // Unused cost is redistributed, never lost: Σ allocated unused = Σ Unused EffectiveCost.
+      withinACent(sumCents(rep.rows.filter((r) => r.provider === p), "commitment_unused_allocated_cost"), exactSum(feb, "EffectiveCost", (r) => mine(r) && r[col.CommitmentDiscountStatus!] === "Unused"));
+    }
+    for (const r of [...rep.rows, ...daily.rows]) expect(cents(r.commitment_used_cost) + cents(r.commitment_unused_allocated_cost)).toBe(cents(r.commitment_cost));
+    for (const r of rep.rows) expect(cents(r.covered_ondemand_cost) - cents(r.commitment_used_cost)).toBe(cents(r.savings));
   });
 
   test("closing February freezes cloud_bill_by_account with the same totals", async () => {
@@ -98,7 +139,7 @@ describeEachDb("billing reconciliation on generated data", (driver) => {
     await freezeClosedPeriods(t.s.db, NOW, { orgId: org.id });
     const rep = await getReport(t, org, "cloud_bill_by_account", "year=2026&month=2");
     expect(rep.period_status).toBe("finalized");
-    expect(Math.abs(rep.rows.reduce((s, r) => s + r.total_cost, 0) - money(feb, "EffectiveCost"))).toBeLessThanOrEqual(0.005 * rep.rows.length + 1e-9);
+    for (const p of ["aws", "gcp"]) expect(sumCents(rep.rows.filter((r) => r.provider === p), "total_cost")).toBe(toCents(exactSum(feb, "EffectiveCost", byProvider(p))));
   });
 
   test("query functions agree with the rows: spendBy, coverage/utilization, hourly on-demand equivalent", async () => {

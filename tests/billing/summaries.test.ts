@@ -7,6 +7,7 @@ import { expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createOrganization } from "../../lib/orgs/service.ts";
+import { closeBillingPeriod, freezeClosedPeriods } from "../../lib/reports/periods.ts";
 import { Readable } from "node:stream";
 import { stringify } from "csv-stringify/sync";
 import { rebuildAllBillingSummaries } from "../../lib/billing/summaries.ts";
@@ -169,7 +170,9 @@ describeEachDb("report summaries", (driver) => {
     const child = await createOrganization(t.s.db, { name: "Child", parentId: org.id });
     await t.s.handle.query(`UPDATE cloud_accounts SET child_org_id = $2 WHERE org_id = $1 AND account_id = 'p1-a'`, [org.id, child.id]);
     await t.s.handle.query(`UPDATE commitments SET insured = true, fee_rate = 0.1 WHERE org_id = $1`, [org.id]);
-    await t.s.handle.query(`INSERT INTO billing_periods (org_id, provider, month, status) VALUES ($1, 'aws', '2023-01-01', 'closed') ON CONFLICT (org_id, provider, month) DO UPDATE SET status = 'closed'`, [org.id]);
+    // An on_period_close report shows a month once it is closed and frozen (the freeze reads the names then).
+    await closeBillingPeriod(t.s.db, org.id, "aws", "2023-01", new Date());
+    await freezeClosedPeriods(t.s.db, new Date(), { orgId: org.id });
     const premiums = await getReport(t, org, "premiums_and_rebates_by_child_org", JAN);
     // Gross savings of the insured commitment: covered 12 − (Used 6 + Unused 4) = 2; premium 10 %; p1-a holds 5/6 of the savings.
     expect(premiums.rows.map((r) => [r.child_org_id, r.gross_savings, r.premiums])).toEqual([

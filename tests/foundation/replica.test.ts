@@ -196,8 +196,8 @@ describe.skipIf(!cluster)(`read replica [postgres streaming replica]`, () => {
     const chosen = await readConsistent(s.handle, s.reportReader, PERIOD_TOKEN_SQL, params());
     expect(chosen).toBe(s.reportReader);
     expect(await isStandby(chosen)).toBe(true);
-    // An on_period_close report of an open month: in progress, no rows yet, on both.
-    expect(await bill(chosen)).toMatchObject({ period_status: "in_progress", rows: [] });
+    // An on_period_close report of an open month: no rows and no status yet, on both.
+    expect(await bill(chosen)).toMatchObject({ period_status: null, rows: [] });
   }, 30_000);
 
   test("(b) replay paused and the month frozen on the primary: the primary answers with the frozen month; resumed: the replica again", async () => {
@@ -218,7 +218,7 @@ describe.skipIf(!cluster)(`read replica [postgres streaming replica]`, () => {
       expect((await listBillingPeriods(chosen.db, orgId, "aws"))[0]!.frozen_at).not.toBeNull();
       expect(await snapshots(chosen)).toBe(snapshotRows);
       // What the lagging replica would have shown: the month before it was frozen.
-      expect(await bill(s.reportReader)).toMatchObject({ period_status: "in_progress", rows: [] });
+      expect(await bill(s.reportReader)).toMatchObject({ period_status: null, rows: [] });
       expect((await listBillingPeriods(s.reportReader.db, orgId, "aws"))[0]!.frozen_at).toBeNull();
       expect(await snapshots(s.reportReader)).toBe(0);
     } finally {

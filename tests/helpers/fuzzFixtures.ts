@@ -1,7 +1,7 @@
 /**
  * Real resources for the fuzz suite (tests/foundation/fuzz.test.ts), created through the HTTP
  * API of a real server so fuzzed requests get past the 404 of an unknown id: catalog SKUs, cost
- * estimates with line items, custom and system commitment-plan templates, a support ticket, API
+ * estimates with line items, custom and system commitment-plan templates, a stored plan, a support ticket, API
  * keys of several scopes, an OAuth client, a signed-in browser session, an OAuth access token,
  * FOCUS billing data for the reports and the MCP tool list.
  *
@@ -12,6 +12,9 @@
 import { join } from "node:path";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { importFocusFile } from "../../lib/billing/focus.ts";
+import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
+import { getSegment } from "../../lib/segments/service.ts";
+import { getTemplate } from "../../lib/templates/service.ts";
 import type { TestContext } from "./app.ts";
 import { FORM, Jar, REDIRECT, REST_RESOURCE, csrfFrom, form, makeUser, pkce } from "../oauth/helpers.ts";
 
@@ -48,6 +51,8 @@ export interface FuzzFixtures {
     connection_id: string[];
     /** No purchase exists in the fuzz org: a well-formed id that answers 404 after every check. */
     purchase_id: string[];
+    /** A stored commitment plan of the org (generated from a system template, as a run stores it). */
+    plan_id: string[];
   };
   /** Pools only DELETE requests draw from; each entry is one deletable thing. */
   disposable: {
@@ -159,6 +164,22 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
   });
   const ticketKey = ticket.json.ticket_key ?? ticket.json.key ?? ticket.json.ticket?.key;
 
+  // A stored commitment plan (GET /commitment-plans/{plan_id}), generated and saved as an auto-purchase run does.
+  const planTemplate = await getTemplate(t.s.db, org.id, systemTemplates[0]!, t.s.now());
+  const planSegment = await getSegment(t.s.db, org.id, planTemplate.segment_id);
+  const generated = await generatePlan(t.s.db, org.id, planSegment, planTemplate.configuration, t.s.now());
+  const planId = await savePlan(t.s.db, {
+    orgId: org.id,
+    segmentId: planSegment.id,
+    templateId: planTemplate.id,
+    executionDate: null,
+    status: "generated",
+    statusReason: null,
+    lookbackDays: planTemplate.configuration.lookback_days,
+    maxUpfrontCost: planTemplate.configuration.max_upfront_cost,
+    plan: generated,
+  });
+
   // API keys: one to list, several to revoke.
   const keyIds: string[] = [];
   for (let i = 0; i < 4; i++) keyIds.push((await ok(base, "POST", `${P}/api-keys`, org.key, { name: `fuzz disposable ${i}`, scopes: ["reports:read"] })).json.id);
@@ -226,6 +247,7 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       segment_id: [...segments],
       connection_id: connectionIds.slice(0, 1),
       purchase_id: [crypto.randomUUID()],
+      plan_id: [planId],
     },
     disposable: {
       estimate_id: disposableEstimates.map((e) => e.id),

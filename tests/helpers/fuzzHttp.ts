@@ -70,9 +70,10 @@ export function scopeOf(method: string, path: string): string | undefined {
   if (p.startsWith("/support")) return "support:write";
   const write = method !== "GET";
   if (p.startsWith("/commitment-plan-templates")) return write ? "templates:write" : "templates:read";
+  if (p.startsWith("/segments") || p.startsWith("/commitment-plans")) return write ? "templates:write" : "templates:read";
   if (p.startsWith("/cost-estimates")) return write ? "estimates:write" : "estimates:read";
   if (p.startsWith("/billing-connections") || p.startsWith("/purchasing-connections")) return write ? "connections:write" : "connections:read";
-  if (p.startsWith("/purchases")) return write ? "purchases:write" : "purchases:read";
+  if (p.startsWith("/purchases") || p.startsWith("/purchase-runs")) return write ? "purchases:write" : "purchases:read";
   return undefined;
 }
 

@@ -1,5 +1,7 @@
 import { billingLineItems, catalogSkus, leaseMenuItems, offers, skuPriceTiers } from "../../lib/db/schema/index.ts";
 import type { Db } from "../../lib/db/index.ts";
+import { expect } from "bun:test";
+import type { TestContext } from "../helpers/app.ts";
 
 /** m5.large in us-east-1 at $0.10/h on demand, with three commitment offers of the org. */
 export const OD = 0.1;
@@ -88,4 +90,19 @@ export async function seedUsage(
     });
   }
   for (let i = 0; i < rows.length; i += 500) await db.insert(billingLineItems).values(rows.slice(i, i + 500) as any);
+}
+
+type OrgKey = { id: string; key: string };
+
+/** Creates a usage template of `o` through the API (provider aws, name "Auto" unless the body says). */
+export async function createTemplate(t: TestContext, o: OrgKey, body: Record<string, unknown>): Promise<any> {
+  const r = await t.request("POST", `/beta/v1/org/${o.id}/commitment-plan-templates`, { key: o.key, body: { provider: "aws", name: "Auto", ...body } });
+  expect(r.status).toBe(200);
+  return r.json();
+}
+
+/** A GET with its status and parsed JSON body. */
+export async function getJson(t: TestContext, path: string, key: string): Promise<{ r: Response; status: number; body: any }> {
+  const r = await t.request("GET", path, { key });
+  return { r, status: r.status, body: (await r.json()) as any };
 }

@@ -6,66 +6,13 @@ import {
   offerUnitEconomics,
   priceEstimate,
   priceLine,
-  type LeaseRate,
   type PricingLine,
-  type PricingOffer,
   type SkuPricingInputs,
 } from "../../lib/pricing/index.ts";
+import { YEAR, lease, offer, pl, sel, sku } from "./fixtures.ts";
 
 // Rates below are copied from the bundled price snapshot (data/pricing/prices.csv) so the
 // hand computations are the ones a FinOps analyst would do with the published list prices.
-const YEAR = 31_536_000;
-
-function offer(p: Partial<PricingOffer> & Pick<PricingOffer, "commitmentType" | "contractTerm" | "paymentOption" | "durationSeconds" | "lockInDays">): PricingOffer {
-  return {
-    id: crypto.randomUUID(),
-    orgId: "public",
-    provider: "aws",
-    offeringClass: null,
-    planType: null,
-    region: null,
-    instanceType: null,
-    instanceFamily: null,
-    productDescription: null,
-    displayName: `${p.commitmentType} ${p.contractTerm} ${p.paymentOption}`,
-    guaranteedDisplayName: null,
-    isFlexible: false,
-    feeRate: 0,
-    isInsured: false,
-    ...p,
-  };
-}
-
-function lease(o: PricingOffer, recurringHourlyRate: number, upfrontCost: number): LeaseRate {
-  return { leaseMenuItemId: crypto.randomUUID(), offer: o, recurringHourlyRate, upfrontCost };
-}
-
-function sku(provider: "aws" | "azure" | "gcp", hourly: number, leases: LeaseRate[]): SkuPricingInputs {
-  return {
-    sku: { id: crypto.randomUUID(), orgId: "public", provider, providerSkuId: "x", displayName: "x", usageUnit: "Hrs", isAvailable: true },
-    tiers: [{ startQuantity: 0, endQuantity: null, unitPrice: hourly }],
-    leases,
-  };
-}
-
-const pl = (inputs: SkuPricingInputs, quantity: number, extra: Partial<PricingLine> = {}): PricingLine => ({
-  id: crypto.randomUUID(),
-  catalogSkuId: inputs.sku.id,
-  quantity,
-  quantityBasis: "resource_count",
-  isEnabled: true,
-  selected: null,
-  ...extra,
-});
-
-const sel = (l: LeaseRate) => ({
-  commitment_type: l.offer.commitmentType,
-  contract_term: l.offer.contractTerm,
-  payment_option: l.offer.paymentOption,
-  lease_menu_item_id: l.leaseMenuItemId,
-  offer_id: l.offer.id,
-  offer_org_id: l.offer.orgId,
-});
 
 // AWS c5.xlarge Windows ap-northeast-1 (AWS Pricing Calculator transcript): on-demand 0.398 $/h.
 const riAllUpfront = lease(offer({ commitmentType: "reserved_instance", offeringClass: "standard", contractTerm: "one_year", paymentOption: "all_upfront", durationSeconds: YEAR, lockInDays: 365 }), 0, 2714);

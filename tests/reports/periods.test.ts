@@ -25,7 +25,7 @@ const usage = (month: string, account: string, cost: string, extra: Record<strin
 describeEachDb("report periods, close and freeze", (driver) => {
   const t = useTestApp(driver, { now: () => now });
 
-  test("current month: in_progress for a daily report, absent (and empty) for an on_period_close one", async () => {
+  test("current month: in_progress for a daily report, absent (and empty, unlabelled) for an on_period_close one", async () => {
     const org = await t.newOrg();
     await importCsvText(t, org.id, focusCsv([usage("2026-06", "a1", "10"), usage("2026-05", "a1", "20")]));
     const daily = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_service/periods`, { key: org.key });
@@ -35,7 +35,7 @@ describeEachDb("report periods, close and freeze", (driver) => {
     const onClose = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_account/periods`, { key: org.key });
     expect(await onClose.json()).toEqual([]);
     const cur = await getReport(t, org, "cloud_bill_by_account", "year=2026&month=6");
-    expect(cur).toMatchObject({ period_status: "in_progress", rows: [] });
+    expect(cur).toMatchObject({ period_status: null, rows: [] });
     const preview = await getReport(t, org, "cloud_bill_by_service", "year=2026&month=6");
     expect(preview.rows.map((r) => r.total_cost)).toEqual([10]);
     // A month with no data at all is not a period.
@@ -145,5 +145,74 @@ describeEachDb("report periods, close and freeze", (driver) => {
     const csv = focusCsv([usage("2026-05", "a1", "20")]).replace(/\n/, ",BillingPeriodStatus\n").split("\n").map((l, i) => (i === 0 || !l ? l : `${l},Closed`)).join("\n");
     await importCsvText(t, org.id, csv);
     expect((await listBillingPeriods(t.s.db, org.id)).find((p) => p.month === "2026-05-01")?.status).toBe("closed");
+  });
+  test("one label rule per cadence: finalized only once closed and frozen; in_progress (daily, static) or absent (on_period_close) before", async () => {
+    const org = await t.newOrg();
+    await importCsvText(t, org.id, focusCsv([usage("2026-05", "a1", "20"), usage("2026-06", "a1", "3")]));
+    const periods = async (type: string) => (await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/${type}/periods`, { key: org.key })).json();
+    const labels = async () => ({
+      daily: await periods("cloud_bill_by_service"),
+      onClose: await periods("cloud_bill_by_account"),
+      static: await periods("commitment_inventory"),
+    });
+    const open = { year: 2026, month: 5, status: "in_progress" };
+    const current = { year: 2026, month: 6, status: "in_progress" };
+    expect(await labels()).toEqual({ daily: [current, open], onClose: [], static: [current, open] });
+
+    // Closed but not frozen yet: nothing a client sees changes, the rows can still move.
+    await t.s.handle.query(`UPDATE billing_periods SET status = 'closed', closed_at = now() WHERE org_id = $1 AND month = '2026-05-01'`, [org.id]);
+    expect(await labels()).toEqual({ daily: [current, open], onClose: [], static: [current, open] });
+    const waiting = await getReport(t, org, "cloud_bill_by_account", "year=2026&month=5");
+    expect(waiting).toMatchObject({ period_status: null, rows: [] });
+    expect((await getReport(t, org, "commitment_inventory", "year=2026&month=5")).period_status).toBe("in_progress");
+
+    // Frozen: finalized for every cadence, and the fetch says the same as /periods.
+    expect((await freezeClosedPeriods(t.s.db, now, { orgId: org.id })).map((f) => f.month)).toEqual(["2026-05-01"]);
+    const done = { year: 2026, month: 5, status: "finalized" };
+    expect(await labels()).toEqual({ daily: [current, done], onClose: [done], static: [current, done] });
+    for (const type of ["cloud_bill_by_service", "cloud_bill_by_account", "commitment_inventory"]) {
+      expect((await getReport(t, org, type, "year=2026&month=5")).period_status).toBe("finalized");
+      const current = (await getReport(t, org, type, "year=2026&month=6")).period_status;
+      if (type === "cloud_bill_by_account") expect(current).toBeNull();
+      else expect(current).toBe("in_progress");
+    }
+    expect((await getReport(t, org, "cloud_bill_by_account", "year=2026&month=5")).rows.map((r) => r.total_cost)).toEqual([20]);
+  });
+
+  test("a month that has not ended is never frozen, even when its data says Closed", async () => {
+    const org = await t.newOrg();
+    const csv = focusCsv([usage("2026-06", "a1", "3")]).replace(/\n/, ",BillingPeriodStatus\n").split("\n").map((l, i) => (i === 0 || !l ? l : `${l},Closed`)).join("\n");
+    await importCsvText(t, org.id, csv);
+    expect((await listBillingPeriods(t.s.db, org.id)).map((p) => [p.month, p.status])).toEqual([["2026-06-01", "closed"]]);
+    expect(await freezeClosedPeriods(t.s.db, now, { orgId: org.id })).toEqual([]);
+    const daily = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_service/periods`, { key: org.key });
+    expect(await daily.json()).toEqual([{ year: 2026, month: 6, status: "in_progress" }]);
+    // Late rows of the running month still show.
+    await importCsvText(t, org.id, focusCsv([usage("2026-06", "a1", "4")]));
+    expect((await getReport(t, org, "cloud_bill_by_service", "year=2026&month=6")).rows.map((r) => r.total_cost)).toEqual([4]);
+  });
+
+  test("/periods applies the row filters: a month with no row for the account is not listed, and its fetch is 404", async () => {
+    const org = await t.newOrg();
+    await importCsvText(t, org.id, focusCsv([usage("2026-04", "a1", "7"), usage("2026-05", "a2", "20"), usage("2026-06", "a1", "1")]));
+    for (const m of ["2026-04", "2026-05"]) await closeBillingPeriod(t.s.db, org.id, "aws", m, now);
+    await freezeClosedPeriods(t.s.db, now, { orgId: org.id });
+    const periods = async (type: string, qs: string) => {
+      const r = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/${type}/periods${qs}`, { key: org.key });
+      expect(r.status).toBe(200);
+      return (await r.json()).map((p: any) => `${p.year}-${p.month}:${p.status}`);
+    };
+    expect(await periods("cloud_bill_by_account", "")).toEqual(["2026-5:finalized", "2026-4:finalized"]);
+    expect(await periods("cloud_bill_by_account", "?account_id=a1")).toEqual(["2026-4:finalized"]);
+    expect(await periods("cloud_bill_by_account", "?account_id=a2")).toEqual(["2026-5:finalized"]);
+    expect(await periods("cloud_bill_by_account", "?account_id=nobody")).toEqual([]);
+    // A daily report keeps its current month (the preview) whatever the filter.
+    expect(await periods("cloud_bill_by_resource", "?account_id=a2")).toEqual(["2026-6:in_progress", "2026-5:finalized"]);
+    const r = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_account?year=2026&month=4&account_id=a2`, { key: org.key });
+    expect(r.status).toBe(404);
+    expect((await r.json()).code).toBe("period_not_available");
+    // An unknown filter is refused, never ignored.
+    const bad = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_account/periods?region=x`, { key: org.key });
+    expect(bad.status).toBe(400);
   });
 });

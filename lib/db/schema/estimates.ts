@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { providerColumn } from "./columns.ts";
-import { bigserial, boolean, index, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigserial, boolean, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 import { catalogSkus } from "./catalog.ts";
 
@@ -16,6 +16,8 @@ export const costEstimates = pgTable(
     sourceDraftId: uuid("source_draft_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+    /** Bumped by every change of the estimate or its lines: the ETag's version (If-Match). */
+    version: integer("version").notNull().default(1),
     deletedAt: timestamp("deleted_at", { withTimezone: true }),
   },
   (t) => [

@@ -10,3 +10,4 @@ export * from "./support.ts";
 export * from "./reports.ts";
 export * from "./connections.ts";
 export * from "./purchasing.ts";
+export * from "./idempotency.ts";

@@ -70,6 +70,8 @@ export const commitmentPlanTemplates = pgTable(
     lastExecutedAt: timestamp("last_executed_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+    /** Bumped by every change made through the API: the ETag's version (If-Match). */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     uniqueIndex("templates_segment_system_uq").on(t.segmentId, t.systemKind).where(sql`system_kind IS NOT NULL`),

@@ -145,7 +145,7 @@ export const priceEstimateTool = defineTool({
   name: "price_cost_estimate",
   title: "Price a cost estimate",
   description:
-    "Prices a saved cost estimate live against the current catalog and offers: per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included.",
+    "Prices a saved cost estimate live against the current catalog and offers: per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included. Money is rounded to cents and rates to 6 decimals (the same numbers as the REST estimate); every total is the sum of the rounded values shown.",
   scopes: ["estimates:read"],
   input: {
     estimate_id: z.string().uuid().describe("The cost estimate's id."),

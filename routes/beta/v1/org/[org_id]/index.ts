@@ -1,13 +1,6 @@
-import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../lib/http/orgRoutes.ts";
 import { readOrganization } from "../../../../../lib/orgs/service.ts";
-
-const Organization = t.Object({
-  id: t.String({ format: "uuid" }),
-  name: t.String(),
-  parent_id: t.Union([t.String({ format: "uuid" }), t.Null()]),
-  created_at: t.String({ format: "date-time" }),
-});
+import { Organization } from "./model.ts";
 
 /** The caller's organization: any valid credential of the org may read it. */
 export default defineRoutes((s, prefix) =>

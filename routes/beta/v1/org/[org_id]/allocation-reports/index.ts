@@ -1,20 +1,13 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { PageQueryFields, pageOfArray, pageRequest, sendPage, pageQueryOf } from "../../../../../../lib/http/paging.ts";
 import { listReportDescriptors, openReport, parseReportQuery, reportDownload, reportPeriods, resolveReport } from "../../../../../../lib/reports/service.ts";
+import { servedAlsoAs } from "../../../../../../lib/http/openapiComponents.ts";
+import { ALLOCATION_REPORT_CSV, AllocationReport, AllocationReportDescriptor, ReportPeriod, ReportQuery } from "./model.ts";
 
 const tags = ["Allocation reports"];
 const security = [{ bearer: [] }];
 const TypeParams = t.Object({ org_id: t.String(), report_type: t.String() });
-/** For the OpenAPI document only: lib/reports validates every param against the report (400). */
-const ReportQuery = t.Object(
-  {
-    year: t.Optional(t.String({ description: "Calendar year, e.g. 2026 (required)" })),
-    month: t.Optional(t.String({ description: "Calendar month 1–12 (required)" })),
-    format: t.Optional(t.String({ description: "json (default) or csv" })),
-    provider: t.Optional(t.String({ description: "aws, azure or gcp" })),
-  },
-  { additionalProperties: true, description: "Plus the report's own params from its descriptor (account_id, service_name, …)" },
-);
 
 /**
  * Allocation reports (SPEC "Allocation reports"). Query params depend on the report, so they
@@ -24,10 +17,11 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal }) => {
-        return listReportDescriptors(s.db, principal.orgId);
+      async ({ principal, query, request, set }) => {
+        const p = pageRequest(query);
+        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listReportDescriptors(s.db, principal.orgId), p));
       },
-      { scope: "reports:read", detail: { tags, security, summary: "The allocation reports available to this organization" } },
+      { scope: "reports:read", query: t.Object(PageQueryFields), response: { 200: t.Array(AllocationReportDescriptor) }, detail: { tags, security, summary: "The allocation reports available to this organization" } },
     )
     .get(
       "/:report_type",
@@ -42,16 +36,19 @@ export default defineRoutes((s, prefix) =>
         scope: "reports:read",
         params: TypeParams,
         query: ReportQuery,
+        response: { 200: servedAlsoAs(AllocationReport, ALLOCATION_REPORT_CSV) },
         detail: { tags, security, summary: "Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)" },
       },
     )
     .get(
       "/:report_type/periods",
-      async ({ principal, params, query }) => {
+      async ({ principal, params, query, request, set }) => {
         const def = await resolveReport(s.db, principal.orgId, params.report_type);
-        const q = parseReportQuery(def, query as Record<string, unknown>, false);
-        return reportPeriods(s.db, principal.orgId, def, q.provider, s.now());
+        const { page, page_size, ...filters } = query as Record<string, unknown>;
+        const q = parseReportQuery(def, filters, false);
+        const p = pageRequest(pageQueryOf({ page, page_size }));
+        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await reportPeriods(s.db, principal.orgId, def, q, s.now()), p));
       },
-      { scope: "reports:read", params: TypeParams, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
+      { scope: "reports:read", params: TypeParams, response: { 200: t.Array(ReportPeriod) }, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
     ),
 );

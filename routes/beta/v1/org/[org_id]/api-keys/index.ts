@@ -1,13 +1,18 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
 import { createOrgApiKey, listOrgApiKeys, revokeOrgApiKey } from "../../../../../../lib/auth/apiKeyAdmin.ts";
 import { ApiKeyView, CreateApiKeyBody, CreatedApiKeyView, ListQuery } from "./model.ts";
+import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const tags = ["API keys"];
 
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
-    .get("", ({ principal, query }) => listOrgApiKeys(s.db, principal, query.include_revoked ?? false), {
+    .get("", async ({ principal, query, request, set }) => {
+      const p = pageRequest(query);
+      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listOrgApiKeys(s.db, principal, query.include_revoked ?? false), p));
+    }, {
       scope: "admin",
       query: ListQuery,
       response: { 200: t.Array(ApiKeyView) },
@@ -28,7 +33,7 @@ export default defineRoutes((s, prefix) =>
       {
         scope: "admin",
         params: t.Object({ org_id: t.String(), key_id: t.String({ format: "uuid" }) }),
-        detail: { tags, summary: "Revoke an API key" },
+        detail: { tags, responses: NO_CONTENT, summary: "Revoke an API key" },
       },
     ),
 );

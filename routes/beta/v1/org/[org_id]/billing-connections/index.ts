@@ -1,18 +1,24 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
 import { createConnection, deleteConnection, getConnection, listConnections, listRuns, updateConnection } from "../../../../../../lib/connections/service.ts";
 import { requestSync, runDueSyncs } from "../../../../../../lib/connections/sync.ts";
 import { testConnection } from "../../../../../../lib/connections/probe.ts";
 import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
 import { errorForLog } from "../../../../../../lib/log.ts";
 import { ConnectionParams, ConnectionView, CreateConnectionBody, RunView, TestResultView, UpdateConnectionBody } from "./model.ts";
+import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const tags = ["Billing connections"];
 
 export default defineRoutes((s, prefix) => {
   const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
   return orgRoutes(s, prefix)
-    .get("", ({ principal }) => listConnections(s.db, principal.orgId, s.now()), {
+    .get("", async ({ principal, query, request, set }) => {
+      const p = pageRequest(query);
+      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listConnections(s.db, principal.orgId, s.now()), p));
+    }, {
+      query: t.Object(PageQueryFields),
       scope: "connections:read",
       response: { 200: t.Array(ConnectionView) },
       detail: { tags, summary: "List the organization's billing connections (never their secrets)" },
@@ -53,7 +59,7 @@ export default defineRoutes((s, prefix) => {
       {
         scope: "connections:write",
         params: ConnectionParams,
-        detail: { tags, summary: "Delete a connection and its run history (the billing data it imported stays)" },
+        detail: { tags, responses: NO_CONTENT, summary: "Delete a connection and its run history (the billing data it imported stays)" },
       },
     )
     .post("/:connection_id/test", ({ principal, params }) => testConnection(s, principal.orgId, params.connection_id), {
@@ -78,10 +84,14 @@ export default defineRoutes((s, prefix) => {
         detail: { tags, summary: "Sync now: 202 with the queued run (a repeated request joins it)" },
       },
     )
-    .get("/:connection_id/runs", ({ principal, params }) => listRuns(s.db, principal.orgId, params.connection_id), {
+    .get("/:connection_id/runs", async ({ principal, params, query, request, set }) => {
+      const p = pageRequest(query);
+      return sendPage({ request, set }, s.config.publicUrl, p, await listRuns(s.db, principal.orgId, params.connection_id, p));
+    }, {
       scope: "connections:read",
       params: ConnectionParams,
+      query: t.Object(PageQueryFields),
       response: { 200: t.Array(RunView) },
-      detail: { tags, summary: "The connection's last 100 syncs, newest first: status, periods seen/imported/unchanged, rows, bytes, duration, error" },
+      detail: { tags, summary: "The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error" },
     });
 });

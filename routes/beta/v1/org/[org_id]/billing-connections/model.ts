@@ -2,6 +2,7 @@ import { t } from "elysia";
 import { NullableText, Text, TextEnum } from "../../../../../../lib/http/text.ts";
 import { ALL_CONFIG_FIELDS, ALL_SECRET_FIELDS } from "../../../../../../lib/connections/fields.ts";
 import { CONNECTION_KINDS } from "../../../../../../lib/connections/source.ts";
+import { component } from "../../../../../../lib/http/openapiComponents.ts";
 
 const fieldsOf = (names: string[], max: number, what: string) =>
   t.Object(Object.fromEntries(names.map((n) => [n, t.Optional(NullableText({ maxLength: max }))])), { additionalProperties: false, description: what });
@@ -34,46 +35,55 @@ export const UpdateConnectionBody = t.Object(
 
 const Instant = t.Union([t.String({ format: "date-time" }), t.Null()]);
 
-export const ConnectionView = t.Object({
-  id: t.String({ format: "uuid" }),
-  name: t.String(),
-  kind: t.String({ enum: [...CONNECTION_KINDS] }),
-  config: t.Record(t.String(), t.String()),
-  secrets_set: t.Array(t.String(), { description: "Names of the secret fields that are set (values are never shown)" }),
-  enabled: t.Boolean(),
-  status: t.String({ enum: ["pending", "ok", "error"], description: "error: the last syncs failed repeatedly (see last_error)" }),
-  last_error: t.Union([t.String(), t.Null()]),
-  last_error_cause: t.Union([t.String(), t.Null()]),
-  consecutive_failures: t.Integer(),
-  last_synced_at: Instant,
-  next_sync_at: Instant,
-  syncing: t.Boolean(),
-  created_at: t.String({ format: "date-time" }),
-  updated_at: t.String({ format: "date-time" }),
-});
+export const ConnectionView = component(
+  "BillingConnection",
+  t.Object({
+    id: t.String({ format: "uuid" }),
+    name: t.String(),
+    kind: t.String({ enum: [...CONNECTION_KINDS] }),
+    config: t.Record(t.String(), t.String()),
+    secrets_set: t.Array(t.String(), { description: "Names of the secret fields that are set (values are never shown)" }),
+    enabled: t.Boolean(),
+    status: t.String({ enum: ["pending", "ok", "error"], description: "error: the last syncs failed repeatedly (see last_error)" }),
+    last_error: t.Union([t.String(), t.Null()]),
+    last_error_cause: t.Union([t.String(), t.Null()]),
+    consecutive_failures: t.Integer(),
+    last_synced_at: Instant,
+    next_sync_at: Instant,
+    syncing: t.Boolean(),
+    created_at: t.String({ format: "date-time" }),
+    updated_at: t.String({ format: "date-time" }),
+  }),
+);
 
-export const RunView = t.Object({
-  id: t.String({ format: "uuid" }),
-  connection_id: t.String({ format: "uuid" }),
-  trigger: t.String({ enum: ["manual", "schedule"] }),
-  status: t.String({ enum: ["queued", "running", "succeeded", "failed"] }),
-  periods_seen: t.Integer(),
-  periods_imported: t.Integer(),
-  periods_unchanged: t.Integer(),
-  rows_imported: t.Integer(),
-  bytes_read: t.Integer(),
-  duration_ms: t.Union([t.Integer(), t.Null()]),
-  error_cause: t.Union([t.String(), t.Null()]),
-  error: t.Union([t.String(), t.Null()]),
-  created_at: t.String({ format: "date-time" }),
-  started_at: Instant,
-  finished_at: Instant,
-});
+export const RunView = component(
+  "BillingSyncRun",
+  t.Object({
+    id: t.String({ format: "uuid" }),
+    connection_id: t.String({ format: "uuid" }),
+    trigger: t.String({ enum: ["manual", "schedule"] }),
+    status: t.String({ enum: ["queued", "running", "succeeded", "failed"] }),
+    periods_seen: t.Integer(),
+    periods_imported: t.Integer(),
+    periods_unchanged: t.Integer(),
+    rows_imported: t.Integer(),
+    bytes_read: t.Integer(),
+    duration_ms: t.Union([t.Integer(), t.Null()]),
+    error_cause: t.Union([t.String(), t.Null()]),
+    error: t.Union([t.String(), t.Null()]),
+    created_at: t.String({ format: "date-time" }),
+    started_at: Instant,
+    finished_at: Instant,
+  }),
+);
 
-export const TestResultView = t.Object({
-  ok: t.Boolean(),
-  cause: t.Union([t.String({ enum: ["credentials", "not_found", "permission", "no_export", "not_focus", "format", "unreachable", "internal"] }), t.Null()]),
-  message: t.String(),
-  periods: t.Array(t.Object({ month: t.String(), files: t.Integer(), bytes: t.Integer() })),
-  columns: t.Array(t.String()),
-});
+export const TestResultView = component(
+  "BillingConnectionTestResult",
+  t.Object({
+    ok: t.Boolean(),
+    cause: t.Union([t.String({ enum: ["credentials", "not_found", "permission", "no_export", "not_focus", "format", "unreachable", "internal"] }), t.Null()]),
+    message: t.String(),
+    periods: t.Array(t.Object({ month: t.String(), files: t.Integer(), bytes: t.Integer() })),
+    columns: t.Array(t.String()),
+  }),
+);

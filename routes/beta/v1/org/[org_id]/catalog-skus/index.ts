@@ -1,8 +1,10 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
 import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
 import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
 import { Text } from "../../../../../../lib/http/text.ts";
+import { CatalogSku } from "./model.ts";
 
 const SearchQuery = t.Object({
   provider: t.Union([t.Literal("aws"), t.Literal("azure"), t.Literal("gcp")]),
@@ -18,7 +20,7 @@ const SearchQuery = t.Object({
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get(
     "",
-    async ({ principal, query, set }) => {
+    async ({ principal, query, request, set }) => {
       await ensurePublicCatalogOnce(s.db);
       const page = await searchCatalogSkus(s.db, principal.orgId, {
         provider: query.provider,
@@ -29,9 +31,9 @@ export default defineRoutes((s, prefix) =>
         page: query.page ?? 1,
         pageSize: query.page_size ?? 50,
       });
-      set.headers["x-pagination"] = JSON.stringify({ page: page.page, page_size: page.pageSize, total_count: page.totalCount, total_pages: page.totalPages });
-      return page.items;
+      const p = pageRequest({ page: page.page, page_size: page.pageSize });
+      return sendPage({ request, set }, s.config.publicUrl, p, { items: page.items, total: page.totalCount });
     },
-    { scope: "estimates:read", query: SearchQuery, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
+    { scope: "estimates:read", query: SearchQuery, response: { 200: t.Array(CatalogSku) }, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
   ),
 );

@@ -1,6 +1,10 @@
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { expectedVersions, withEtag } from "../../../../../../lib/http/etag.ts";
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from "../../../../../../lib/templates/service.ts";
-import { checkAutoPurchase, CreateBody, IdParams, ListQuery, UpdateBody } from "./model.ts";
+import { t } from "elysia";
+import { checkAutoPurchase, CommitmentPlanTemplate, CreateBody, IdParams, ListQuery, UpdateBody } from "./model.ts";
+import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const tags = ["Commitment plan templates"];
 const security: { [name: string]: string[] }[] = [{ bearer: [] }, { apiKey: [] }];
@@ -10,46 +14,48 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query }) => {
-        return listTemplates(s.db, principal.orgId, query.provider, query.segment_id?.toLowerCase(), s.now());
+      async ({ principal, query, request, set }) => {
+        const p = pageRequest(query);
+        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listTemplates(s.db, principal.orgId, query.provider, query.segment_id?.toLowerCase(), s.now()), p));
       },
-      { scope: "templates:read", query: ListQuery, detail: { tags, security, summary: "Templates of one segment (default: the provider-resources segment)" } },
+      { scope: "templates:read", query: ListQuery, response: { 200: t.Array(CommitmentPlanTemplate) }, detail: { tags, security, summary: "Templates of one segment (default: the provider-resources segment)" } },
     )
     .post(
       "",
-      async ({ principal, body }) => {
+      async ({ principal, body, request, set }) => {
         checkAutoPurchase(body.auto_purchase);
-        return createTemplate(s.db, principal.orgId, { ...body, segment_id: body.segment_id?.toLowerCase() } as any, s.now());
+        return withEtag({ request, set }, await createTemplate(s.db, principal.orgId, { ...body, segment_id: body.segment_id?.toLowerCase() } as any, s.now()));
       },
-      { scope: "templates:write", body: CreateBody, detail: { tags, security, summary: "Create a template (optionally on an auto-purchase schedule)" } },
+      { scope: "templates:write", body: CreateBody, response: { 200: CommitmentPlanTemplate }, detail: { tags, security, summary: "Create a template (optionally on an auto-purchase schedule)" } },
     )
     .get(
       "/:template_id",
-      async ({ principal, params }) => {
-        return getTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), s.now());
+      async ({ principal, params, request, set }) => {
+        return withEtag({ request, set }, await getTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), s.now()));
       },
-      { scope: "templates:read", params: IdParams, detail: { tags, security, summary: "One template" } },
+      { scope: "templates:read", params: IdParams, response: { 200: CommitmentPlanTemplate }, detail: { tags, security, summary: "One template" } },
     )
     .put(
       "/:template_id",
-      async ({ principal, params, body }) => {
+      async ({ principal, params, body, request, set }) => {
         checkAutoPurchase(body.auto_purchase);
-        return updateTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), body as any, s.now());
+        return withEtag({ request, set }, await updateTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), body as any, s.now(), expectedVersions(request.headers)));
       },
       {
         scope: "templates:write",
         params: IdParams,
         body: UpdateBody,
+        response: { 200: CommitmentPlanTemplate },
         detail: { tags, security, summary: "Merge-update a template (system templates: auto_purchase only)" },
       },
     )
     .delete(
       "/:template_id",
-      async ({ principal, params, set }) => {
-        await deleteTemplate(s.db, principal.orgId, params.template_id.toLowerCase());
+      async ({ principal, params, set, request }) => {
+        await deleteTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), expectedVersions(request.headers));
         set.status = 204;
         return new Response(null, { status: 204 });
       },
-      { scope: "templates:write", params: IdParams, detail: { tags, security, summary: "Delete a custom template (system templates: 409)" } },
+      { scope: "templates:write", params: IdParams, detail: { tags, security, responses: NO_CONTENT, summary: "Delete a custom template (system templates: 409)" } },
     ),
 );

@@ -1,10 +1,12 @@
 import { t, type Static } from "elysia";
+import { PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { Kind, Type, TypeRegistry } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { ValidationError } from "../../../../../../lib/errors.ts";
 import { fieldErrorsOf } from "../../../../../../lib/http/validation.ts";
 import { NullableText, NullableTextEnum, Text, TextEnum } from "../../../../../../lib/http/text.ts";
 import { ALL_COMMITMENT_TYPES, CONTRACT_TERMS, PAYMENT_OPTIONS, PROVIDERS, SCHEDULES } from "../../../../../../lib/templates/enums.ts";
+import { component, nullable } from "../../../../../../lib/http/openapiComponents.ts";
 
 const UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 const DATE_PATTERN = "^\\d{4}-\\d{2}-\\d{2}$";
@@ -108,6 +110,60 @@ export const UpdateBody = t.Object(
   { additionalProperties: false },
 );
 
-export const ListQuery = t.Object({ provider: TextEnum(PROVIDERS), segment_id: t.Optional(Uuid()) });
+export const ListQuery = t.Object({ provider: TextEnum(PROVIDERS), segment_id: t.Optional(Uuid()), ...PageQueryFields });
 export const IdParams = t.Object({ org_id: t.String(), template_id: Uuid() });
 export { NullableTextEnum };
+
+// Responses (DESIGN §12).
+const Instant = () => t.String({ format: "date-time" });
+
+export const TemplateContractSpec = component(
+  "ContractSpec",
+  t.Object({
+    commitment_type: TextEnum(ALL_COMMITMENT_TYPES as readonly string[], { description: "Per provider (DESIGN §5)" }),
+    contract_term: TextEnum(CONTRACT_TERMS),
+    payment_option: TextEnum(PAYMENT_OPTIONS),
+  }),
+);
+
+export const TemplateConfiguration = component(
+  "TemplateConfiguration",
+  t.Object({
+    max_upfront_cost: t.Number({ description: "Upfront budget of one generated plan (USD)" }),
+    lookback_days: t.Integer({ description: "Days of hourly usage the plan is sized on" }),
+    contract_specs: t.Array(TemplateContractSpec),
+    resource_ids: t.Array(t.String(), { description: "Planning is restricted to these resources (empty = all)" }),
+    renewal_commitment_ids: t.Array(t.String({ format: "uuid" }), { description: "Commitments treated as expiring (the plan renews them)" }),
+  }),
+);
+
+export const AutoPurchase = component(
+  "AutoPurchase",
+  t.Object({
+    schedule: TextEnum(SCHEDULES),
+    min_monthly_savings: t.Number({ description: "Buy only when the plan's monthly net savings reach this (USD)" }),
+    enabled: t.Boolean({ description: "false: plans are regenerated on the schedule without buying" }),
+    start_date: t.String({ format: "date" }),
+    end_date: t.Union([t.String({ format: "date" }), t.Null()]),
+    require_approval: t.Union([t.Boolean(), t.Null()], { description: "Purchases wait for an admin's approval; null: whenever the provider's purchasing connection really buys" }),
+    auto_approve_max_upfront: t.Union([t.Number(), t.Null()], { description: "Orders whose total upfront (USD) is at most this are approved without a person; null: never" }),
+    next_execution_date: t.Union([t.String({ format: "date" }), t.Null()], { description: "null when the schedule has ended" }),
+    last_executed_at: t.Union([Instant(), t.Null()]),
+  }),
+);
+
+export const CommitmentPlanTemplate = component(
+  "CommitmentPlanTemplate",
+  t.Object({
+    id: t.String({ format: "uuid" }),
+    name: t.String(),
+    description: t.Union([t.String(), t.Null()]),
+    segment_id: t.String({ format: "uuid" }),
+    provider: TextEnum(PROVIDERS),
+    created_at: Instant(),
+    updated_at: Instant(),
+    is_system_generated: t.Boolean({ description: "The built-in Recommended, Balanced and High Savings templates: only auto_purchase may change" }),
+    configuration: TemplateConfiguration,
+    auto_purchase: nullable(AutoPurchase, "null: not on a schedule"),
+  }),
+);

@@ -1,7 +1,10 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { createEstimate, deleteEstimate, getEstimate, listEstimates, patchEstimate } from "../../../../../../lib/estimates/service.ts";
-import { CreateEstimateBody, EstimateQuery, ListQuery, PatchEstimateBody } from "./model.ts";
+import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { expectedVersions, withEtag } from "../../../../../../lib/http/etag.ts";
+import { createEstimate, deleteEstimate, getEstimate, listEstimatesPage, patchEstimate } from "../../../../../../lib/estimates/service.ts";
+import { CostEstimate, CostEstimateSummary, CreateEstimateBody, EstimateQuery, ListQuery, PatchEstimateBody } from "./model.ts";
+import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const IdParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }) });
 const tags = ["Cost estimates"];
@@ -12,43 +15,45 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query }) => {
-        return listEstimates(s.db, principal.orgId, query.provider);
+      async ({ principal, query, request, set }) => {
+        const p = pageRequest(query);
+        return sendPage({ request, set }, s.config.publicUrl, p, await listEstimatesPage(s.db, principal.orgId, query.provider, p));
       },
-      { scope: "estimates:read", query: ListQuery, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
+      { scope: "estimates:read", query: ListQuery, response: { 200: t.Array(CostEstimateSummary) }, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
     )
     .post(
       "",
-      async ({ principal, body }) => {
-        return createEstimate(s.db, principal.orgId, body);
+      async ({ principal, body, request, set }) => {
+        return withEtag({ request, set }, await createEstimate(s.db, principal.orgId, body));
       },
-      { scope: "estimates:write", body: CreateEstimateBody, detail: { tags, security, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
+      { scope: "estimates:write", body: CreateEstimateBody, response: { 200: CostEstimate }, detail: { tags, security, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
     )
     .get(
       "/:estimate_id",
-      async ({ principal, params, query }) => {
-        return getEstimate(s.db, principal.orgId, params.estimate_id, {
+      async ({ principal, params, query, request, set }) => {
+        const estimate = await getEstimate(s.db, principal.orgId, params.estimate_id, {
           includePricing: query.include_pricing ?? true,
           includeOptions: query.include_options ?? false,
           onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false,
         });
+        return withEtag({ request, set }, estimate);
       },
-      { scope: "estimates:read", params: IdParams, query: EstimateQuery, detail: { tags, security, summary: "A cost estimate, priced live" } },
+      { scope: "estimates:read", params: IdParams, query: EstimateQuery, response: { 200: CostEstimate }, detail: { tags, security, summary: "A cost estimate, priced live" } },
     )
     .patch(
       "/:estimate_id",
-      async ({ principal, params, body }) => {
-        return patchEstimate(s.db, principal.orgId, params.estimate_id, body);
+      async ({ principal, params, body, request, set }) => {
+        return withEtag({ request, set }, await patchEstimate(s.db, principal.orgId, params.estimate_id, body, expectedVersions(request.headers)));
       },
-      { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, detail: { tags, security, summary: "Rename or re-describe a cost estimate" } },
+      { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, response: { 200: CostEstimate }, detail: { tags, security, summary: "Rename or re-describe a cost estimate" } },
     )
     .delete(
       "/:estimate_id",
-      async ({ principal, params, set }) => {
-        await deleteEstimate(s.db, principal.orgId, params.estimate_id, s.now());
+      async ({ principal, params, set, request }) => {
+        await deleteEstimate(s.db, principal.orgId, params.estimate_id, s.now(), expectedVersions(request.headers));
         set.status = 204;
         return null;
       },
-      { scope: "estimates:write", params: IdParams, detail: { tags, security, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
+      { scope: "estimates:write", params: IdParams, detail: { tags, security, responses: NO_CONTENT, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
     ),
 );

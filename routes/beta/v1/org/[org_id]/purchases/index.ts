@@ -1,6 +1,7 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { approvePurchase, getPurchase, listPurchases, rejectPurchase } from "../../../../../../lib/purchasing/orders.ts";
+import { approvePurchase, getPurchase, pagePurchases, rejectPurchase } from "../../../../../../lib/purchasing/orders.ts";
+import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
 import { processPurchaseItems } from "../../../../../../lib/purchasing/executor.ts";
 import type { Principal } from "../../../../../../lib/auth/principal.ts";
 import { errorForLog } from "../../../../../../lib/log.ts";
@@ -11,12 +12,19 @@ const decider = (p: Principal) => (p.userId ? `user:${p.userId}` : `${p.kind}:${
 
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
-    .get("", ({ principal, query }) => listPurchases(s.db, principal.orgId, { status: query.status, limit: query.page_size }), {
-      scope: "purchases:read",
-      query: ListPurchasesQuery,
-      response: { 200: t.Array(PurchaseSummary) },
-      detail: { tags, summary: "Commitment purchases, newest first (filter by status, e.g. pending_approval)" },
-    })
+    .get(
+      "",
+      async ({ principal, query, request, set }) => {
+        const p = pageRequest(query);
+        return sendPage({ request, set }, s.config.publicUrl, p, await pagePurchases(s.db, principal.orgId, { status: query.status }, p));
+      },
+      {
+        scope: "purchases:read",
+        query: ListPurchasesQuery,
+        response: { 200: t.Array(PurchaseSummary) },
+        detail: { tags, summary: "Commitment purchases, newest first (filter by status, e.g. pending_approval)" },
+      },
+    )
     .get("/:purchase_id", ({ principal, params }) => getPurchase(s.db, principal.orgId, params.purchase_id), {
       scope: "purchases:read",
       params: PurchaseParams,

@@ -1,5 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
+import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
 import {
   createPurchasingConnection,
   deletePurchasingConnection,
@@ -14,13 +15,18 @@ import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
 import { PurchaseFailure } from "../../../../../../lib/purchasing/providers/types.ts";
 import { ProviderError } from "../../../../../../lib/errors.ts";
 import { CreatePurchasingConnectionBody, InventoryResult, PurchasingConnectionParams, PurchasingConnectionView, PurchasingTestResult, UpdatePurchasingConnectionBody } from "./model.ts";
+import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const tags = ["Purchasing connections"];
 
 export default defineRoutes((s, prefix) => {
   const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
   return orgRoutes(s, prefix)
-    .get("", ({ principal }) => listPurchasingConnections(s.db, principal.orgId), {
+    .get("", async ({ principal, query, request, set }) => {
+      const p = pageRequest(query);
+      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listPurchasingConnections(s.db, principal.orgId), p));
+    }, {
+      query: t.Object(PageQueryFields),
       scope: "connections:read",
       response: { 200: t.Array(PurchasingConnectionView) },
       detail: { tags, summary: "List the organization's purchasing connections (never their secrets)" },
@@ -61,7 +67,7 @@ export default defineRoutes((s, prefix) => {
       {
         scope: "connections:write",
         params: PurchasingConnectionParams,
-        detail: { tags, summary: "Delete a purchasing connection (refused with 409 while it is buying approved items)" },
+        detail: { tags, responses: NO_CONTENT, summary: "Delete a purchasing connection (refused with 409 while it is buying approved items)" },
       },
     )
     .post("/:connection_id/test", ({ principal, params }) => checkPurchasingConnection(s, principal.orgId, params.connection_id), {

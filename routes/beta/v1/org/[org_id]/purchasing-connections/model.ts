@@ -3,6 +3,7 @@ import { NullableText, Text, TextEnum } from "../../../../../../lib/http/text.ts
 import { ALL_PURCHASING_CONFIG_FIELDS, ALL_PURCHASING_SECRET_FIELDS } from "../../../../../../lib/purchasing/connections.ts";
 import { PURCHASE_FAILURE_CAUSES, PURCHASING_KINDS } from "../../../../../../lib/purchasing/providers/types.ts";
 import { PROVIDERS } from "../../../../../../lib/providers.ts";
+import { component } from "../../../../../../lib/http/openapiComponents.ts";
 
 const fieldsOf = (names: string[], max: number, what: string) =>
   t.Object(Object.fromEntries(names.map((n) => [n, t.Optional(NullableText({ maxLength: max }))])), { additionalProperties: false, description: what });
@@ -41,35 +42,44 @@ export const UpdatePurchasingConnectionBody = t.Object(
 
 const Instant = t.Union([t.String({ format: "date-time" }), t.Null()]);
 
-export const PurchasingConnectionView = t.Object(
-  {
-    id: t.String({ format: "uuid" }),
-    name: t.String(),
-    kind: t.String({ enum: [...PURCHASING_KINDS] }),
-    provider: t.String({ enum: [...PROVIDERS] }),
-    config: t.Record(t.String(), t.String()),
-    secrets_set: t.Array(t.String(), { description: "Names of the secret fields that are set (values are never shown)" }),
-    dry_run: t.Boolean(),
-    enabled: t.Boolean(),
-    status: t.String({ enum: ["pending", "ok", "error"], description: "Of the inventory listing: error when the last listing failed (see last_error)" }),
-    last_error: t.Union([t.String(), t.Null()]),
-    last_error_cause: t.Union([t.String(), t.Null()]),
-    last_inventory_at: Instant,
-    next_inventory_at: Instant,
-    created_at: t.String({ format: "date-time" }),
-    updated_at: t.String({ format: "date-time" }),
-  },
+export const PurchasingConnectionView = component(
+  "PurchasingConnection",
+  t.Object(
+    {
+      id: t.String({ format: "uuid" }),
+      name: t.String(),
+      kind: t.String({ enum: [...PURCHASING_KINDS] }),
+      provider: t.String({ enum: [...PROVIDERS] }),
+      config: t.Record(t.String(), t.String()),
+      secrets_set: t.Array(t.String(), { description: "Names of the secret fields that are set (values are never shown)" }),
+      dry_run: t.Boolean(),
+      enabled: t.Boolean(),
+      status: t.String({ enum: ["pending", "ok", "error"], description: "Of the inventory listing: error when the last listing failed (see last_error)" }),
+      last_error: t.Union([t.String(), t.Null()]),
+      last_error_cause: t.Union([t.String(), t.Null()]),
+      last_inventory_at: Instant,
+      next_inventory_at: Instant,
+      created_at: t.String({ format: "date-time" }),
+      updated_at: t.String({ format: "date-time" }),
+    },
+  ),
 );
 
-export const PurchasingTestResult = t.Object({
-  ok: t.Boolean(),
-  cause: t.Union([t.String({ enum: [...PURCHASE_FAILURE_CAUSES] }), t.Null()]),
-  message: t.String(),
-});
+export const PurchasingTestResult = component(
+  "PurchasingConnectionTestResult",
+  t.Object({
+    ok: t.Boolean(),
+    cause: t.Union([t.String({ enum: [...PURCHASE_FAILURE_CAUSES] }), t.Null()]),
+    message: t.String(),
+  }),
+);
 
-export const InventoryResult = t.Object({
-  listed: t.Integer(),
-  added: t.Integer(),
-  updated: t.Integer(),
-  retired: t.Integer(),
-});
+export const InventoryResult = component(
+  "InventorySyncResult",
+  t.Object({
+    listed: t.Integer(),
+    added: t.Integer(),
+    updated: t.Integer(),
+    retired: t.Integer(),
+  }),
+);

@@ -1,8 +1,9 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
 import { NotFoundError } from "../../../../../../lib/errors.ts";
-import { fileSupportTicket, getSupportTicket } from "../../../../../../lib/support/tickets.ts";
-import { BugReportBody, FeatureRequestBody, SupportTicket, SupportTicketResult } from "./model.ts";
+import { fileSupportTicket, getSupportTicket, pageOrgSupportTickets } from "../../../../../../lib/support/tickets.ts";
+import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { BugReportBody, FeatureRequestBody, ListTicketsQuery, SupportTicket, SupportTicketResult } from "./model.ts";
 
 const tags = ["Support"];
 const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKey: [] }];
@@ -42,6 +43,19 @@ export default defineRoutes((s, prefix) =>
           summary: "Request a capability the platform lacks",
           description: "Same results as a bug report (scope `support:write`).",
         },
+      },
+    )
+    .get(
+      "/tickets",
+      async ({ principal, query, request, set }) => {
+        const p = pageRequest(query);
+        return sendPage({ request, set }, s.config.publicUrl, p, await pageOrgSupportTickets(s.db, principal.orgId, { kind: query.kind }, p));
+      },
+      {
+        scope: "support:write",
+        query: ListTicketsQuery,
+        response: { 200: t.Array(SupportTicket) },
+        detail: { tags, security, summary: "The tickets this organization filed, newest first (same scope as reading one back)" },
       },
     )
     .get(

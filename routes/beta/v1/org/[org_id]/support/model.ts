@@ -1,5 +1,7 @@
 import { t } from "elysia";
 import { NullableText, NullableTextEnum, Text, TextEnum } from "../../../../../../lib/http/text.ts";
+import { component } from "../../../../../../lib/http/openapiComponents.ts";
+import { PageQueryFields } from "../../../../../../lib/http/paging.ts";
 
 const summary = Text({ minLength: 1, maxLength: 200, description: "One-line summary (1..200 characters)" });
 const userVerbatim = Text({ minLength: 1, maxLength: 2000, description: "The user's own words (1..2000 characters)" });
@@ -29,16 +31,19 @@ export const FeatureRequestBody = t.Object(
   { additionalProperties: false },
 );
 
-export const SupportTicketResult = t.Object(
-  {
-    status: TextEnum(["created", "rate_limited", "not_filed"], {
-      description: "`created`: filed; `rate_limited`: the organization reached its daily cap; `not_filed`: filing is disabled here",
-    }),
-    ticket_key: t.Optional(t.String({ description: "`SUP-<n>`, when created" })),
-    ticket_url: t.Optional(t.String({ description: "Where the ticket can be read back, when created" })),
-    reason: t.Optional(t.String({ description: "Why nothing was filed" })),
-  },
-  { additionalProperties: false },
+export const SupportTicketResult = component(
+  "SupportResult",
+  t.Object(
+    {
+      status: TextEnum(["created", "rate_limited", "not_filed"], {
+        description: "`created`: filed; `rate_limited`: the organization reached its daily cap; `not_filed`: filing is disabled here",
+      }),
+      ticket_key: t.Optional(t.String({ description: "`SUP-<n>`, when created" })),
+      ticket_url: t.Optional(t.String({ description: "Where the ticket can be read back, when created" })),
+      reason: t.Optional(t.String({ description: "Why nothing was filed" })),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 const nullableString = t.Union([t.String(), t.Null()]);
@@ -63,4 +68,12 @@ export const SupportTicket = t.Object({
     credential_id: t.String(),
   }),
   created_at: t.String({ format: "date-time" }),
+});
+
+// A named OpenAPI component (DESIGN §12), shared by the list and the single read.
+component("SupportTicket", SupportTicket);
+
+export const ListTicketsQuery = t.Object({
+  kind: t.Optional(TextEnum(["bug", "feature"], { description: "Only bug reports or only feature requests" })),
+  ...PageQueryFields,
 });

@@ -1,0 +1,25 @@
+import { index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { organizations } from "./core.ts";
+
+/**
+ * `Idempotency-Key`s of Beta POSTs (DESIGN §12), kept 24 h. The first request with a key claims
+ * the row (`in_progress`, leased until `locked_until` so a crashed replica's claim can be taken
+ * over); its 2xx answer is stored and replayed to every retry with the same key and body, on any
+ * replica. A failed request deletes its claim: nothing was written, a retry runs again.
+ */
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    /** sha256 of method, path and body: the same key with anything else is refused (422). */
+    fingerprint: text("fingerprint").notNull(),
+    status: text("status", { enum: ["in_progress", "completed"] }).notNull(),
+    lockedUntil: timestamp("locked_until", { withTimezone: true }).notNull(),
+    responseStatus: integer("response_status"),
+    responseHeaders: jsonb("response_headers"),
+    responseBody: text("response_body"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],
+);

@@ -1,0 +1,104 @@
+import { createHash } from "node:crypto";
+import type { Db } from "../db/index.ts";
+import { BadRequestError, ConflictError, ValidationError } from "../errors.ts";
+import { errorForLog, type Logger } from "../log.ts";
+import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from "../idempotency/store.ts";
+
+/** Headers of the first answer that a replay repeats. */
+const REPLAYED_HEADERS = ["content-type", "etag", "location"];
+/** A key running on another request is waited for this long before answering 409. */
+const DEFAULT_WAIT_MS = 10_000;
+const POLL_MS = 50;
+/** Longer than any Beta POST takes; a claim of a crashed process is taken over after it. */
+const LEASE_SECONDS = 300;
+
+interface Claim {
+  orgId: string;
+  key: string;
+}
+
+/**
+ * `Idempotency-Key` on every Beta POST (DESIGN §12): the same key with the same body within 24 h
+ * replays the first 2xx answer (status, body, ETag), another body answers 422
+ * `idempotency_key_reused`, and concurrent duplicates execute once (the others wait for the
+ * first and replay it). Keys live in the database, so every replica honours them.
+ */
+export class IdempotencyKeys {
+  private claims = new WeakMap<Request, Claim>();
+
+  constructor(private readonly db: Db, private readonly log: Logger, private readonly waitMs = DEFAULT_WAIT_MS) {}
+
+  /** Before the handler: a Response ends the request (replay or refusal); undefined runs it. */
+  async begin(request: Request, orgId: string, body: unknown): Promise<Response | undefined> {
+    if (request.method !== "POST") return;
+    const key = request.headers.get("idempotency-key");
+    if (key === null) return;
+    if (!/^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(key) || key.endsWith(" ")) {
+      throw new BadRequestError("Idempotency-Key must be 1 to 255 visible ASCII characters.", { "Idempotency-Key": ["must be 1 to 255 visible ASCII characters"] }, "invalid_idempotency_key");
+    }
+    const url = new URL(request.url);
+    const fingerprint = createHash("sha256").update(`${request.method} ${url.pathname}${url.search}\n${JSON.stringify(body ?? null)}`).digest("hex");
+    const deadline = Date.now() + this.waitMs;
+    for (;;) {
+      const claim = await claimIdempotencyKey(this.db, orgId, key, fingerprint, LEASE_SECONDS);
+      if (claim.kind === "claimed") {
+        this.claims.set(request, { orgId, key });
+        return;
+      }
+      if (claim.kind === "reused") {
+        throw new ValidationError(
+          "This Idempotency-Key was already used with another request (method, path or body); use a new key for a new request.",
+          { "Idempotency-Key": ["was used with another request"] },
+          "idempotency_key_reused",
+        );
+      }
+      if (claim.kind === "replay") {
+        return new Response(claim.response.status === 204 ? null : claim.response.body, {
+          status: claim.response.status,
+          headers: { ...claim.response.headers, "idempotency-replayed": "true" },
+        });
+      }
+      if (Date.now() >= deadline) {
+        throw new ConflictError("A request with this Idempotency-Key is still running; retry shortly.", "idempotency_key_in_progress", { "Retry-After": "1" });
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+  }
+
+  /** After the handler: the answer is stored before it is sent, so a retry right after replays it. */
+  async finish(request: Request, response: unknown, set: { status?: unknown; headers: Record<string, unknown> }): Promise<void> {
+    const claim = this.claims.get(request);
+    if (!claim) return;
+    this.claims.delete(request);
+    let status: number;
+    let body: string;
+    const headers: Record<string, string> = {};
+    if (response instanceof Response) {
+      status = response.status;
+      body = response.body ? await response.clone().text() : "";
+      for (const h of REPLAYED_HEADERS) {
+        const v = response.headers.get(h) ?? set.headers[h];
+        if (v != null) headers[h] = String(v);
+      }
+    } else {
+      status = typeof set.status === "number" ? set.status : 200;
+      body = response === undefined || response === null ? "" : typeof response === "string" ? response : JSON.stringify(response);
+      for (const h of REPLAYED_HEADERS) if (set.headers[h] != null) headers[h] = String(set.headers[h]);
+      if (!headers["content-type"] && body) headers["content-type"] = typeof response === "string" ? "text/plain; charset=utf-8" : "application/json";
+    }
+    if (status < 200 || status >= 300) return this.release(request, claim);
+    await completeIdempotencyKey(this.db, claim.orgId, claim.key, { status, headers, body });
+  }
+
+  /** The request failed: nothing was written, so its key may run again. */
+  async failed(request: Request): Promise<void> {
+    const claim = this.claims.get(request);
+    if (!claim) return;
+    this.claims.delete(request);
+    await this.release(request, claim);
+  }
+
+  private async release(_request: Request, claim: Claim): Promise<void> {
+    await releaseIdempotencyKey(this.db, claim.orgId, claim.key).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
+  }
+}

@@ -1,0 +1,83 @@
+import { t } from "elysia";
+import { BadRequestError } from "../errors.ts";
+
+/**
+ * Paging of every Beta list (DESIGN §12): the spec's array bodies stay as they are; `page` and
+ * `page_size` choose the slice, `X-Pagination` tells the totals and an RFC 8288 `Link` header
+ * points at the first, previous, next and last pages.
+ */
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 500;
+
+/** Query fields of a paged list (spread into the route's query object). */
+export const PageQueryFields = {
+  page: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: "Page number, from 1" })),
+  page_size: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Rows per page (1–${MAX_PAGE_SIZE})` })),
+};
+
+export interface PageRequest {
+  page: number;
+  pageSize: number;
+  /** SQL OFFSET / LIMIT of the page. */
+  offset: number;
+  limit: number;
+}
+
+export function pageRequest(query: { page?: number; page_size?: number }, defaults: { pageSize?: number } = {}): PageRequest {
+  const page = query.page ?? 1;
+  const pageSize = query.page_size ?? defaults.pageSize ?? DEFAULT_PAGE_SIZE;
+  return { page, pageSize, offset: (page - 1) * pageSize, limit: pageSize };
+}
+
+/** `page`/`page_size` of a route whose query is validated by hand (report params): 400 naming the field. */
+export function pageQueryOf(raw: { page?: unknown; page_size?: unknown }): { page?: number; page_size?: number } {
+  const out: { page?: number; page_size?: number } = {};
+  for (const [field, max] of [["page", 1_000_000], ["page_size", MAX_PAGE_SIZE]] as const) {
+    const v = raw[field];
+    if (v === undefined) continue;
+    const n = typeof v === "string" && /^\d{1,7}$/.test(v) ? Number(v) : typeof v === "number" ? v : NaN;
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      throw new BadRequestError(`Invalid query parameter: ${field} must be a whole number from 1 to ${max}.`, { [field]: [`must be a whole number from 1 to ${max}`] });
+    }
+    out[field] = n;
+  }
+  return out;
+}
+
+/** A page of rows and the total count of the whole list. */
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+/** The page of a list that is small by nature and already in memory (reports catalog, keys, …). */
+export function pageOfArray<T>(all: T[], p: PageRequest): Page<T> {
+  return { items: all.slice(p.offset, p.offset + p.limit), total: all.length };
+}
+
+/** `X-Pagination` and `Link` for the page; links keep the request's other query parameters. */
+export function pageHeaders(requestUrl: string, publicUrl: string, p: PageRequest, total: number): Record<string, string> {
+  const totalPages = Math.max(1, Math.ceil(total / p.pageSize));
+  const url = new URL(requestUrl);
+  const base = new URL(url.pathname, publicUrl.endsWith("/") ? publicUrl : `${publicUrl}/`);
+  const link = (page: number, rel: string) => {
+    const q = new URLSearchParams(url.search);
+    q.set("page", String(page));
+    q.set("page_size", String(p.pageSize));
+    return `<${base.origin}${url.pathname}?${q}>; rel="${rel}"`;
+  };
+  const links = [link(1, "first")];
+  if (p.page > 1) links.push(link(Math.min(p.page - 1, totalPages), "prev"));
+  if (p.page < totalPages) links.push(link(p.page + 1, "next"));
+  links.push(link(totalPages, "last"));
+  return {
+    "x-pagination": JSON.stringify({ page: p.page, page_size: p.pageSize, total_count: total, total_pages: totalPages }),
+    link: links.join(", "),
+  };
+}
+
+/** Sets the paging headers on the response and returns the page's rows (the spec's array body). */
+export function sendPage<T>(ctx: { request: Request; set: { headers: Record<string, unknown> } }, publicUrl: string, p: PageRequest, page: Page<T>): T[] {
+  Object.assign(ctx.set.headers, pageHeaders(ctx.request.url, publicUrl, p, page.total));
+  return page.items;
+}

@@ -1,0 +1,73 @@
+/**
+ * The documented answers of the operations outside the Beta API (health, OAuth, MCP). Their
+ * bodies are fixed by their protocols (RFC 6749/7009/7591, JSON-RPC), not by TypeBox schemas of
+ * ours, so they are written out here: a generated client still sees every operation's 2xx.
+ */
+const json = (schema: Record<string, unknown>) => ({ "application/json": { schema } });
+const html = { "text/html": { schema: { type: "string" as const, description: "A server-rendered HTML page" } } };
+const seeOther = { description: "Redirect (`Location`): the next step of the flow, or the client's redirect URI with `code`/`error` and `state`" };
+
+export const HEALTH_RESPONSES = {
+  200: { description: "The process is alive", content: json({ type: "object", required: ["status"], properties: { status: { type: "string", enum: ["ok"] } } }) },
+};
+
+export const READY_RESPONSES = {
+  200: {
+    description: "The database answers",
+    content: json({ type: "object", required: ["status", "database"], properties: { status: { type: "string", enum: ["ready"] }, database: { type: "string", enum: ["pglite", "postgres"] } } }),
+  },
+};
+
+export const HTML_PAGE_RESPONSES = { 200: { description: "The page", content: html } };
+export const FORM_RESPONSES = { 200: { description: "The page again, with what was wrong", content: html }, 303: seeOther };
+export const AUTHORIZE_RESPONSES = { 200: { description: "The sign-in or consent page", content: html }, 303: seeOther };
+export const CALLBACK_RESPONSES = { 303: seeOther };
+
+export const TOKEN_RESPONSES = {
+  200: {
+    description: "Tokens (RFC 6749 §5.1)",
+    content: json({
+      type: "object",
+      required: ["access_token", "token_type", "expires_in"],
+      properties: {
+        access_token: { type: "string" },
+        token_type: { type: "string", enum: ["Bearer"] },
+        expires_in: { type: "integer" },
+        refresh_token: { type: "string" },
+        scope: { type: "string", description: "Space-separated scopes granted" },
+      },
+    }),
+  },
+};
+
+export const REGISTRATION_RESPONSES = {
+  201: {
+    description: "The registered client (RFC 7591 §3.2.1)",
+    content: json({
+      type: "object",
+      required: ["client_id", "redirect_uris"],
+      properties: {
+        client_id: { type: "string" },
+        client_id_issued_at: { type: "integer" },
+        client_name: { type: "string" },
+        redirect_uris: { type: "array", items: { type: "string", format: "uri" } },
+        grant_types: { type: "array", items: { type: "string" } },
+        response_types: { type: "array", items: { type: "string" } },
+        token_endpoint_auth_method: { type: "string" },
+        scope: { type: "string" },
+      },
+    }),
+  },
+};
+
+export const REVOCATION_RESPONSES = {
+  200: { description: "Revoked, or the token was not valid (RFC 7009 §2.2: the same answer)", content: json({ type: "object", additionalProperties: false }) },
+};
+
+export const MCP_RESPONSES = {
+  200: {
+    description: "The JSON-RPC response to the request",
+    content: json({ type: "object", required: ["jsonrpc"], properties: { jsonrpc: { type: "string", enum: ["2.0"] }, id: { type: ["string", "integer", "null"] }, result: { type: "object" }, error: { type: "object" } } }),
+  },
+  202: { description: "A notification or response was accepted (no body)" },
+};

@@ -1,0 +1,334 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { describeEachDb } from "../helpers/db.ts";
+import { useTestApp } from "../helpers/app.ts";
+import { createApp } from "../../lib/http/app.ts";
+import { createServices } from "../../lib/services.ts";
+import { createLogger } from "../../lib/log.ts";
+import { openDb, type DatabaseHandle } from "../../lib/db/index.ts";
+import { idempotencyCleanupJob } from "../../jobs/idempotency-cleanup.ts";
+
+/** DESIGN §12: ETags and preconditions, Idempotency-Key, RateLimit headers. */
+const TEMPLATE = {
+  provider: "aws",
+  name: "Compute nightly",
+  description: "Our plan",
+  configuration: { max_upfront_cost: 1000, lookback_days: 14, contract_specs: [{ commitment_type: "reserved_instance", contract_term: "one_year", payment_option: "no_upfront" }], resource_ids: [], renewal_commitment_ids: [] },
+  auto_purchase: null,
+};
+
+describeEachDb("ETag, If-Match and If-None-Match on estimates and templates", (driver) => {
+  const t = useTestApp(driver);
+
+  async function newEstimate(name = "Basket") {
+    const r = await t.orgRequest("POST", "/cost-estimates", { body: { provider: "aws", name } });
+    expect(r.status).toBe(200);
+    return { body: (await r.json()) as any, etag: r.headers.get("etag")! };
+  }
+
+  test("every single-resource response carries a strong ETag; If-None-Match answers 304 until the estimate changes", async () => {
+    const { body, etag } = await newEstimate();
+    expect(etag).toMatch(/^"\d+-[\w-]+"$/);
+    const get = await t.orgRequest("GET", `/cost-estimates/${body.id}`);
+    const tag = get.headers.get("etag")!;
+    expect(tag).toBe(etag); // the POST answered the same representation as the default GET
+    const notModified = await t.orgRequest("GET", `/cost-estimates/${body.id}`, { headers: { "if-none-match": tag } });
+    expect(notModified.status).toBe(304);
+    expect(await notModified.text()).toBe("");
+    expect(notModified.headers.get("etag")).toBe(tag);
+    // Another representation (no pricing) has another tag: the old one does not match it.
+    const variant = await t.orgRequest("GET", `/cost-estimates/${body.id}?include_pricing=false`, { headers: { "if-none-match": tag } });
+    expect(variant.status).toBe(200);
+    expect(variant.headers.get("etag")).not.toBe(tag);
+    const patched = await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Renamed" } });
+    expect(patched.status).toBe(200);
+    const after = await t.orgRequest("GET", `/cost-estimates/${body.id}`, { headers: { "if-none-match": tag } });
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as any).name).toBe("Renamed");
+    expect(after.headers.get("etag")).toBe(patched.headers.get("etag"));
+  });
+
+  test("If-Match with a stale ETag → 412 precondition_failed and nothing changes; the current one (or *) passes", async () => {
+    const { body, etag } = await newEstimate("Original");
+    const first = await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "First" }, headers: { "if-match": etag } });
+    expect(first.status).toBe(200);
+    const stale = await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Lost update" }, headers: { "if-match": etag } });
+    expect(stale.status).toBe(412);
+    const err = (await stale.json()) as any;
+    expect(err.code).toBe("precondition_failed");
+    expect(err.status).toBe("PRECONDITION_FAILED");
+    expect(((await (await t.orgRequest("GET", `/cost-estimates/${body.id}`)).json()) as any).name).toBe("First");
+    // A tag of another representation of the current version is the current version too.
+    const variantTag = (await t.orgRequest("GET", `/cost-estimates/${body.id}?include_pricing=false`)).headers.get("etag")!;
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Second" }, headers: { "if-match": variantTag } })).status).toBe(200);
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Third" }, headers: { "if-match": "*" } })).status).toBe(200);
+    // Weak tags never satisfy If-Match (strong comparison); a tag list passes when one matches.
+    const current = (await t.orgRequest("GET", `/cost-estimates/${body.id}`)).headers.get("etag")!;
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Weak" }, headers: { "if-match": `W/${current}` } })).status).toBe(412);
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name: "Listed" }, headers: { "if-match": `"garbage", ${current}` } })).status).toBe(200);
+    // Line changes move the estimate's version: a stale tag cannot add lines or delete.
+    expect((await t.orgRequest("POST", `/cost-estimates/${body.id}/line-items`, { body: { line_items: [] }, headers: { "if-match": etag } })).status).toBe(412);
+    expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}`, { headers: { "if-match": etag } })).status).toBe(412);
+    const now = (await t.orgRequest("GET", `/cost-estimates/${body.id}`)).headers.get("etag")!;
+    expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}`, { headers: { "if-match": now } })).status).toBe(204);
+  });
+
+  test("two writers holding the same ETag: exactly one wins, the other gets 412", async () => {
+    const { body, etag } = await newEstimate();
+    const results = await Promise.all(
+      ["A", "B", "C", "D"].map((name) => t.orgRequest("PATCH", `/cost-estimates/${body.id}`, { body: { name }, headers: { "if-match": etag } }).then((r) => r.status)),
+    );
+    expect(results.filter((s) => s === 200).length).toBe(1);
+    expect(results.filter((s) => s === 412).length).toBe(3);
+  });
+
+  test("templates: ETag on POST/GET/PUT, 304, stale If-Match on PUT and DELETE → 412", async () => {
+    const created = await t.orgRequest("POST", "/commitment-plan-templates", { body: TEMPLATE });
+    expect(created.status).toBe(200);
+    const tpl = (await created.json()) as any;
+    const etag = created.headers.get("etag")!;
+    expect(etag).toMatch(/^"\d+-/);
+    expect((await t.orgRequest("GET", `/commitment-plan-templates/${tpl.id}`, { headers: { "if-none-match": etag } })).status).toBe(304);
+    const put = await t.orgRequest("PUT", `/commitment-plan-templates/${tpl.id}`, { body: { name: "v2" }, headers: { "if-match": etag } });
+    expect(put.status).toBe(200);
+    expect(put.headers.get("etag")).not.toBe(etag);
+    const stalePut = await t.orgRequest("PUT", `/commitment-plan-templates/${tpl.id}`, { body: { name: "v3" }, headers: { "if-match": etag } });
+    expect(stalePut.status).toBe(412);
+    expect((await t.orgRequest("DELETE", `/commitment-plan-templates/${tpl.id}`, { headers: { "if-match": etag } })).status).toBe(412);
+    expect(((await (await t.orgRequest("GET", `/commitment-plan-templates/${tpl.id}`)).json()) as any).name).toBe("v2");
+    expect((await t.orgRequest("DELETE", `/commitment-plan-templates/${tpl.id}`, { headers: { "if-match": put.headers.get("etag")! } })).status).toBe(204);
+  });
+});
+
+describeEachDb("Idempotency-Key on POST", (driver) => {
+  const t = useTestApp(driver, { extras: { idempotencyWaitMs: 1_500 } });
+  const extraHandles: DatabaseHandle[] = [];
+  afterAll(async () => {
+    for (const h of extraHandles) await h.close();
+  });
+  const count = async (orgId: string) =>
+    Number((await t.s.handle.query<{ n: number }>("SELECT count(*)::int AS n FROM cost_estimates WHERE org_id = $1", [orgId]))[0]!.n);
+
+  test("a replay returns the first response (status, body, ETag) and creates nothing", async () => {
+    const org = await t.newOrg("replay");
+    const send = (body: unknown, key = "create-basket-1") => t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": key } });
+    const first = await send({ provider: "aws", name: "Once" });
+    expect(first.status).toBe(200);
+    const firstBody = await first.text();
+    const again = await send({ provider: "aws", name: "Once" });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(firstBody);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.headers.get("etag")).toBe(first.headers.get("etag"));
+    expect(await count(org.id)).toBe(1);
+    // The same key with another body, or on another path, is refused.
+    const reused = await send({ provider: "aws", name: "Twice" });
+    expect(reused.status).toBe(422);
+    expect(((await reused.json()) as any).code).toBe("idempotency_key_reused");
+    const otherPath = await t.request("POST", `/beta/v1/org/${org.id}/support/bug-reports`, {
+      key: org.key,
+      headers: { "idempotency-key": "create-basket-1" },
+      body: { summary: "s", user_verbatim: "u", what_happened: "w", steps_to_reproduce: "s", expected_behavior: "e" },
+    });
+    expect(otherPath.status).toBe(422);
+    expect(await count(org.id)).toBe(1);
+    // Without a key every POST creates.
+    await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body: { provider: "aws", name: "Once" } });
+    expect(await count(org.id)).toBe(2);
+  });
+
+  test("keys belong to one organization", async () => {
+    const a = await t.newOrg("a");
+    const b = await t.newOrg("b");
+    for (const o of [a, b]) {
+      const r = await t.request("POST", `/beta/v1/org/${o.id}/cost-estimates`, { key: o.key, body: { provider: "aws", name: "Mine" }, headers: { "idempotency-key": "shared-key" } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("idempotency-replayed")).toBeNull();
+      expect(await count(o.id)).toBe(1);
+    }
+  });
+
+  test("20 concurrent duplicates execute once and all answer the same estimate", async () => {
+    const org = await t.newOrg("burst");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        t
+          .request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body: { provider: "gcp", name: "Burst" }, headers: { "idempotency-key": "burst" } })
+          .then(async (r) => ({ status: r.status, body: (await r.json()) as any })),
+      ),
+    );
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+    expect(await count(org.id)).toBe(1);
+  });
+
+  if (driver === "postgres") {
+    test("two replicas (separate pools) racing with one key → one execution", async () => {
+      const org = await t.newOrg("replicas");
+      const apps = [t.app];
+      const h = await openDb({ url: t.db.url, migrate: false });
+      extraHandles.push(h);
+      apps.push(createApp(createServices(h, t.s.config, createLogger("silent"))));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          apps[i % 2]!
+            .handle(
+              new Request(`http://localhost/beta/v1/org/${org.id}/cost-estimates`, {
+                method: "POST",
+                headers: { authorization: `Bearer ${org.key}`, "content-type": "application/json", "idempotency-key": "replicas" },
+                body: JSON.stringify({ provider: "azure", name: "Replicated" }),
+              }),
+            )
+            .then(async (r) => ({ status: r.status, body: (await r.json()) as any })),
+        ),
+      );
+      expect(results.every((r) => r.status === 200)).toBe(true);
+      expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+      expect(await count(org.id)).toBe(1);
+    });
+  }
+
+  test("a failed request frees its key; a running one answers 409 after the wait; a crashed claim is taken over", async () => {
+    const org = await t.newOrg("failures");
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const failed = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates/${missing}/line-items`, { key: org.key, body: { line_items: [] }, headers: { "idempotency-key": "k-fail" } });
+    expect(failed.status).toBe(404);
+    const rows = await t.s.handle.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = 'k-fail'", [org.id]);
+    expect(rows.length).toBe(0);
+
+    const fp = "x".repeat(64);
+    await t.s.handle.query("INSERT INTO idempotency_keys (org_id, key, fingerprint, status, locked_until) VALUES ($1, 'k-running', $2, 'in_progress', now() + interval '1 hour')", [org.id, fp]);
+    // A running claim is only matched by its own fingerprint; use the real one of the request.
+    const body = { provider: "aws", name: "Running" };
+    const probe = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-probe" } });
+    expect(probe.status).toBe(200);
+    const [{ fingerprint }] = (await t.s.handle.query<{ fingerprint: string }>("SELECT fingerprint FROM idempotency_keys WHERE org_id = $1 AND key = 'k-probe'", [org.id])) as any;
+    await t.s.handle.query("UPDATE idempotency_keys SET fingerprint = $2 WHERE org_id = $1 AND key = 'k-running'", [org.id, fingerprint]);
+    const before = await count(org.id);
+    const busy = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
+    expect(busy.status).toBe(409);
+    expect(((await busy.json()) as any).code).toBe("idempotency_key_in_progress");
+    expect(busy.headers.get("retry-after")).toBe("1");
+    expect(await count(org.id)).toBe(before);
+    // Its process died: once the lease lapses the next retry runs it, once.
+    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1 AND key = 'k-running'", [org.id]);
+    const taken = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
+    expect(taken.status).toBe(200);
+    expect(await count(org.id)).toBe(before + 1);
+    const replay = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
+    expect(replay.headers.get("idempotency-replayed")).toBe("true");
+    expect(await count(org.id)).toBe(before + 1);
+  });
+
+  test("a key older than 24 h is forgotten; a malformed key → 400", async () => {
+    const org = await t.newOrg("ttl");
+    const send = () => t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body: { provider: "aws" }, headers: { "idempotency-key": "daily" } });
+    expect((await send()).status).toBe(200);
+    await t.s.handle.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE org_id = $1", [org.id]);
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotency-replayed")).toBeNull();
+    expect(await count(org.id)).toBe(2);
+    const tooLong = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body: { provider: "aws" }, headers: { "idempotency-key": "k".repeat(256) } });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as any).errors["Idempotency-Key"]).toBeDefined();
+    expect(await count(org.id)).toBe(2);
+    // The hourly job forgets what is past the TTL and keeps the rest.
+    await t.s.handle.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE org_id = $1", [org.id]);
+    await send();
+    await t.s.handle.query("INSERT INTO idempotency_keys (org_id, key, fingerprint, status, locked_until, created_at) VALUES ($1, 'old', 'f', 'completed', now(), now() - interval '2 days')", [org.id]);
+    await idempotencyCleanupJob.run(t.s);
+    const left = await t.s.handle.query<{ key: string }>("SELECT key FROM idempotency_keys WHERE org_id = $1", [org.id]);
+    expect(left.map((r) => r.key)).toEqual(["daily"]);
+  });
+});
+
+describe("RateLimit headers", () => {
+  describeEachDb("on every Beta response", (driver) => {
+    const t = useTestApp(driver, { config: { apiRateLimitPerMinute: 5 } });
+    test("RateLimit-Limit/Remaining/Reset count down, errors carry them, the 429 says 0", async () => {
+      const org = await t.newOrg("limited");
+      const seen: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws`, { key: org.key });
+        expect(r.status).toBe(200);
+        expect(r.headers.get("ratelimit-limit")).toBe("5");
+        const reset = Number(r.headers.get("ratelimit-reset"));
+        expect(reset).toBeGreaterThanOrEqual(1);
+        expect(reset).toBeLessThanOrEqual(60);
+        seen.push(Number(r.headers.get("ratelimit-remaining")));
+      }
+      expect(seen).toEqual([...seen].sort((a, b) => b - a));
+      expect(seen[0]).toBe(4);
+      const notFound = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates/00000000-0000-4000-8000-000000000000`, { key: org.key });
+      expect(notFound.status).toBe(404);
+      expect(notFound.headers.get("ratelimit-limit")).toBe("5");
+      const limited = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws`, { key: org.key });
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("ratelimit-remaining")).toBe("0");
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    });
+  });
+});
+
+describeEachDb("paging of lists (page, page_size, X-Pagination, Link)", (driver) => {
+  const t = useTestApp(driver);
+  const nextLink = (r: Response) => /<([^>]+)>; rel="next"/.exec(r.headers.get("link") ?? "")?.[1];
+
+  test("estimates page in SQL: every estimate once across pages, Link next until the last page", async () => {
+    const org = await t.newOrg("paged");
+    for (let i = 0; i < 5; i++) await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body: { provider: "aws", name: `E${i}` } });
+    let url: string | undefined = `/beta/v1/org/${org.id}/cost-estimates?provider=aws&page_size=2`;
+    const seen: string[] = [];
+    const pages: any[] = [];
+    while (url) {
+      const r = await t.request("GET", url, { key: org.key });
+      expect(r.status).toBe(200);
+      pages.push(JSON.parse(r.headers.get("x-pagination")!));
+      seen.push(...((await r.json()) as any[]).map((e) => e.name));
+      const next = nextLink(r);
+      url = next && next.replace("http://localhost", "");
+      expect(pages.length).toBeLessThan(5);
+    }
+    expect(seen).toEqual(["E4", "E3", "E2", "E1", "E0"]); // most recently updated first, no repeats
+    expect(pages.map((p) => p.page)).toEqual([1, 2, 3]);
+    expect(pages[0]).toEqual({ page: 1, page_size: 2, total_count: 5, total_pages: 3 });
+    const last = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws&page_size=2&page=3`, { key: org.key });
+    expect(last.headers.get("link")).toContain('rel="prev"');
+    expect(last.headers.get("link")).toContain('rel="first"');
+    expect(nextLink(last)).toBeUndefined();
+    const beyond = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws&page=9`, { key: org.key });
+    expect(await beyond.json()).toEqual([]);
+    // The default page is 100 rows; page_size is 1–500.
+    expect(JSON.parse((await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws`, { key: org.key })).headers.get("x-pagination")!).page_size).toBe(100);
+    for (const bad of ["page_size=0", "page_size=501", "page=0", "page=x"]) {
+      const r = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws&${bad}`, { key: org.key });
+      expect(r.status).toBe(400);
+    }
+  });
+
+  test("the other lists page too: templates, reports, report periods, API keys, connections", async () => {
+    const templates = await t.orgRequest("GET", "/commitment-plan-templates?provider=aws&page_size=2");
+    expect(templates.status).toBe(200);
+    expect(((await templates.json()) as any[]).length).toBe(2);
+    expect(JSON.parse(templates.headers.get("x-pagination")!)).toEqual({ page: 1, page_size: 2, total_count: 3, total_pages: 2 });
+    expect(nextLink(templates)).toContain("page=2");
+    const page2 = await t.request("GET", nextLink(templates)!.replace("http://localhost", ""));
+    expect(((await page2.json()) as any[]).length).toBe(1);
+
+    const reports = await t.orgRequest("GET", "/allocation-reports?page_size=3");
+    const all = JSON.parse(reports.headers.get("x-pagination")!);
+    expect(((await reports.json()) as any[]).length).toBe(Math.min(3, all.total_count));
+    expect(all.total_count).toBeGreaterThanOrEqual(7);
+    const periods = await t.orgRequest("GET", "/allocation-reports/cloud_bill_by_account/periods?page_size=1");
+    expect(periods.status).toBe(200);
+    expect(periods.headers.get("x-pagination")).toBeTruthy();
+    expect((await t.orgRequest("GET", "/allocation-reports/cloud_bill_by_account/periods?page_size=999")).status).toBe(400);
+
+    for (const path of ["/api-keys", "/billing-connections", "/purchasing-connections", "/catalog-skus?provider=aws&page_size=5"]) {
+      const r = await t.orgRequest("GET", path);
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.headers.get("x-pagination")!).page).toBe(1);
+      expect(r.headers.get("link")).toContain('rel="first"');
+    }
+  });
+});
