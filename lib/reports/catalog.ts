@@ -458,7 +458,7 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
   const samePart = "x.provider = t.provider AND x.billing_currency = t.billing_currency";
   // Cents still to add (> 0) or take back (< 0) per column, beyond rounding every cell half up.
   const adjust = cols.map(
-    (c) => `a_${c} AS (
+    (c) => `a_${c} AS MATERIALIZED (
     SELECT p._id, 1 AS d FROM d t CROSS JOIN LATERAL (SELECT x._id FROM x WHERE ${samePart} AND x._r_${c} < 0.5 ORDER BY x._r_${c} DESC${ahead} LIMIT GREATEST(t._d_${c}, 0)) p
     UNION ALL
     SELECT p._id, -1 FROM d t CROSS JOIN LATERAL (SELECT x._id FROM x WHERE ${samePart} AND x._r_${c} >= 0.5 ORDER BY x._r_${c} ASC${behind} LIMIT GREATEST(-t._d_${c}, 0)) p
@@ -473,6 +473,8 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
   });
   const cell = (c: string) => `floor(q.${c} * 100)`;
   // _id only joins the adjustments back within this one statement (x is materialized once).
+  // The adjustments are materialized too: inlined, the planner may run their LATERAL top-N once
+  // per row of x (a nested loop), which took 44 s instead of 0.2 s for a 1 M-row daily report.
   return `WITH x AS MATERIALIZED (
     SELECT q.*, row_number() OVER () AS _id, ${cols.map((c) => `${cell(c)} AS _f_${c}, q.${c} * 100 - ${cell(c)} AS _r_${c}`).join(", ")}
     FROM (${def.exactSql}) q
