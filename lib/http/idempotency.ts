@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto";
 import type { Db } from "../db/index.ts";
 import { BadRequestError, ConflictError, ValidationError } from "../errors.ts";
 import { errorForLog, type Logger } from "../log.ts";
 import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from "../idempotency/store.ts";
+import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf } from "../idempotency/seal.ts";
 
 /** Headers of the first answer that a replay repeats. */
 const REPLAYED_HEADERS = ["content-type", "etag", "location"];
@@ -14,7 +14,10 @@ const LEASE_SECONDS = 300;
 
 interface Claim {
   orgId: string;
+  /** The client's key (kept in memory only, to seal the answer). */
   key: string;
+  /** What the database keeps in its place. */
+  storedKey: string;
 }
 
 /**
@@ -37,12 +40,13 @@ export class IdempotencyKeys {
       throw new BadRequestError("Idempotency-Key must be 1 to 255 visible ASCII characters.", { "Idempotency-Key": ["must be 1 to 255 visible ASCII characters"] }, "invalid_idempotency_key");
     }
     const url = new URL(request.url);
-    const fingerprint = createHash("sha256").update(`${request.method} ${url.pathname}${url.search}\n${JSON.stringify(body ?? null)}`).digest("hex");
+    const fingerprint = requestFingerprint(key, `${request.method} ${url.pathname}${url.search}\n${JSON.stringify(body ?? null)}`);
+    const storedKey = storedKeyOf(key);
     const deadline = Date.now() + this.waitMs;
     for (;;) {
-      const claim = await claimIdempotencyKey(this.db, orgId, key, fingerprint, LEASE_SECONDS);
+      const claim = await claimIdempotencyKey(this.db, orgId, storedKey, fingerprint, LEASE_SECONDS);
       if (claim.kind === "claimed") {
-        this.claims.set(request, { orgId, key });
+        this.claims.set(request, { orgId, key, storedKey });
         return;
       }
       if (claim.kind === "reused") {
@@ -53,7 +57,7 @@ export class IdempotencyKeys {
         );
       }
       if (claim.kind === "replay") {
-        return new Response(claim.response.status === 204 ? null : claim.response.body, {
+        return new Response(claim.response.status === 204 || !claim.response.body ? null : openResponseBody(orgId, key, claim.response.body), {
           status: claim.response.status,
           headers: { ...claim.response.headers, "idempotency-replayed": "true" },
         });
@@ -87,7 +91,7 @@ export class IdempotencyKeys {
       if (!headers["content-type"] && body) headers["content-type"] = typeof response === "string" ? "text/plain; charset=utf-8" : "application/json";
     }
     if (status < 200 || status >= 300) return this.release(request, claim);
-    await completeIdempotencyKey(this.db, claim.orgId, claim.key, { status, headers, body });
+    await completeIdempotencyKey(this.db, claim.orgId, claim.storedKey, { status, headers, body: body && sealResponseBody(claim.orgId, claim.key, body) });
   }
 
   /** The request failed: nothing was written, so its key may run again. */
@@ -99,6 +103,6 @@ export class IdempotencyKeys {
   }
 
   private async release(_request: Request, claim: Claim): Promise<void> {
-    await releaseIdempotencyKey(this.db, claim.orgId, claim.key).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
+    await releaseIdempotencyKey(this.db, claim.orgId, claim.storedKey).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
   }
 }

@@ -6,6 +6,7 @@ import { createServices } from "../../lib/services.ts";
 import { createLogger } from "../../lib/log.ts";
 import { openDb, type DatabaseHandle } from "../../lib/db/index.ts";
 import { idempotencyCleanupJob } from "../../jobs/idempotency-cleanup.ts";
+import { openResponseBody, sealResponseBody, storedKeyOf } from "../../lib/idempotency/seal.ts";
 
 /** DESIGN §12: ETags and preconditions, Idempotency-Key, RateLimit headers. */
 const TEMPLATE = {
@@ -192,17 +193,17 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const failed = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates/${missing}/line-items`, { key: org.key, body: { line_items: [] }, headers: { "idempotency-key": "k-fail" } });
     expect(failed.status).toBe(404);
-    const rows = await t.s.handle.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = 'k-fail'", [org.id]);
+    const rows = await t.s.handle.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = $2", [org.id, storedKeyOf("k-fail")]);
     expect(rows.length).toBe(0);
 
-    const fp = "x".repeat(64);
-    await t.s.handle.query("INSERT INTO idempotency_keys (org_id, key, fingerprint, status, locked_until) VALUES ($1, 'k-running', $2, 'in_progress', now() + interval '1 hour')", [org.id, fp]);
-    // A running claim is only matched by its own fingerprint; use the real one of the request.
+    // A request still running elsewhere: a completed claim turned back into a live one (its own fingerprint kept).
     const body = { provider: "aws", name: "Running" };
-    const probe = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-probe" } });
+    const probe = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(probe.status).toBe(200);
-    const [{ fingerprint }] = (await t.s.handle.query<{ fingerprint: string }>("SELECT fingerprint FROM idempotency_keys WHERE org_id = $1 AND key = 'k-probe'", [org.id])) as any;
-    await t.s.handle.query("UPDATE idempotency_keys SET fingerprint = $2 WHERE org_id = $1 AND key = 'k-running'", [org.id, fingerprint]);
+    await t.s.handle.query(
+      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() + interval '1 hour' WHERE org_id = $1 AND key = $2",
+      [org.id, storedKeyOf("k-running")],
+    );
     const before = await count(org.id);
     const busy = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(busy.status).toBe(409);
@@ -210,7 +211,7 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     expect(busy.headers.get("retry-after")).toBe("1");
     expect(await count(org.id)).toBe(before);
     // Its process died: once the lease lapses the next retry runs it, once.
-    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1 AND key = 'k-running'", [org.id]);
+    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1 AND key = $2", [org.id, storedKeyOf("k-running")]);
     const taken = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(taken.status).toBe(200);
     expect(await count(org.id)).toBe(before + 1);
@@ -238,7 +239,35 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     await t.s.handle.query("INSERT INTO idempotency_keys (org_id, key, fingerprint, status, locked_until, created_at) VALUES ($1, 'old', 'f', 'completed', now(), now() - interval '2 days')", [org.id]);
     await idempotencyCleanupJob.run(t.s);
     const left = await t.s.handle.query<{ key: string }>("SELECT key FROM idempotency_keys WHERE org_id = $1", [org.id]);
-    expect(left.map((r) => r.key)).toEqual(["daily"]);
+    expect(left.map((r) => r.key)).toEqual([storedKeyOf("daily")]);
+  });
+
+  test("a replayed answer holding a secret (a new API key) is stored sealed: the table shows neither the key nor the secret", async () => {
+    const org = await t.newOrg("sealed");
+    const idempotencyKey = "new-ci-key-7f3a";
+    const send = () => t.request("POST", `/beta/v1/org/${org.id}/api-keys`, { key: org.key, body: { name: "CI", scopes: ["reports:read"] }, headers: { "idempotency-key": idempotencyKey } });
+    const first = await send();
+    expect(first.status).toBe(200);
+    const created = (await first.json()) as any;
+    expect(created.api_key).toBeString();
+    const again = await send();
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(((await again.json()) as any).api_key).toBe(created.api_key);
+    const keys = await t.s.handle.query<{ n: number }>("SELECT count(*)::int AS n FROM api_keys WHERE org_id = $1 AND name = 'CI'", [org.id]);
+    expect(Number(keys[0]!.n)).toBe(1);
+    const stored = await t.s.handle.query<Record<string, unknown>>("SELECT * FROM idempotency_keys WHERE org_id = $1", [org.id]);
+    expect(stored.length).toBe(1);
+    const row = JSON.stringify(stored[0]);
+    expect(row).not.toContain(created.api_key);
+    expect(row).not.toContain(created.api_key.slice(-16));
+    expect(row).not.toContain(idempotencyKey);
+    // Only the client's key opens it, and only for its org.
+    const body = String(stored[0]!.response_body);
+    expect(JSON.parse(openResponseBody(org.id, idempotencyKey, body)).api_key).toBe(created.api_key);
+    expect(() => openResponseBody(org.id, "another-key", body)).toThrow();
+    const other = await t.newOrg("sealed-other");
+    expect(() => openResponseBody(other.id, idempotencyKey, body)).toThrow();
+    expect(() => openResponseBody(org.id, idempotencyKey, sealResponseBody(other.id, idempotencyKey, "x"))).toThrow();
   });
 });
 

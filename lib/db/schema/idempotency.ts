@@ -11,13 +11,15 @@ export const idempotencyKeys = pgTable(
   "idempotency_keys",
   {
     orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    /** sha256 of the client's key (lib/idempotency/seal.ts): the key itself is never stored. */
     key: text("key").notNull(),
-    /** sha256 of method, path and body: the same key with anything else is refused (422). */
+    /** HMAC under the key of method, path and body: the same key with anything else is refused (422). */
     fingerprint: text("fingerprint").notNull(),
     status: text("status", { enum: ["in_progress", "completed"] }).notNull(),
     lockedUntil: timestamp("locked_until", { withTimezone: true }).notNull(),
     responseStatus: integer("response_status"),
     responseHeaders: jsonb("response_headers"),
+    /** The answer's body sealed under the client's key (AES-256-GCM): it may hold a secret shown once. */
     responseBody: text("response_body"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
