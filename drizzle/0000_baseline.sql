@@ -695,6 +695,7 @@ CREATE TABLE "idempotency_keys" (
 	"fingerprint" text NOT NULL,
 	"status" text NOT NULL,
 	"locked_until" timestamp with time zone NOT NULL,
+	"claim_token" text,
 	"response_status" integer,
 	"response_headers" jsonb,
 	"response_body" text,

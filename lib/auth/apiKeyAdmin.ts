@@ -14,7 +14,7 @@ export async function listOrgApiKeys(db: DbOrTx, p: Principal, includeRevoked: b
     .select()
     .from(apiKeys)
     .where(includeRevoked ? eq(apiKeys.orgId, p.orgId) : and(eq(apiKeys.orgId, p.orgId), isNull(apiKeys.revokedAt)))
-    .orderBy(desc(apiKeys.createdAt));
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
   return rows.map((k) => ({
     id: k.id,
     name: k.name,

@@ -68,7 +68,7 @@ export function withEtag<T>(ctx: Ctx, document: T): T {
   const body = JSON.stringify(document);
   const etag = etagOf(version, body);
   ctx.set.headers.etag = etag;
-  if (ctx.request.method === "GET" && notModified(ctx.request.headers, etag)) {
+  if ((ctx.request.method === "GET" || ctx.request.method === "HEAD") && notModified(ctx.request.headers, etag)) {
     return new Response(null, { status: 304, headers: { etag } }) as unknown as T;
   }
   return document;

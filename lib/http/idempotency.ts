@@ -1,8 +1,9 @@
 import type { Db } from "../db/index.ts";
 import { BadRequestError, ConflictError, ValidationError } from "../errors.ts";
 import { errorForLog, type Logger } from "../log.ts";
-import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from "../idempotency/store.ts";
-import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf } from "../idempotency/seal.ts";
+import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, releaseIdempotencyKey } from "../idempotency/store.ts";
+import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf, type KeyScope } from "../idempotency/seal.ts";
+import type { Principal } from "../auth/principal.ts";
 
 /** Headers of the first answer that a replay repeats. */
 const REPLAYED_HEADERS = ["content-type", "etag", "location"];
@@ -13,12 +14,16 @@ const POLL_MS = 50;
 const LEASE_SECONDS = 300;
 
 interface Claim {
-  orgId: string;
-  /** The client's key (kept in memory only, to seal the answer). */
-  key: string;
-  /** What the database keeps in its place. */
+  /** The client's key and whose it is (in memory only, to seal the answer). */
+  scope: KeyScope;
+  /** What the database keeps in the key's place. */
   storedKey: string;
+  /** Proof that this request holds the claim. */
+  token: string;
 }
+
+/** Whose key it is: the person (any of their credentials), else the credential. */
+const ownerOf = (p: Principal): string => (p.userId ? `user:${p.userId}` : `${p.kind}:${p.credentialId}`);
 
 /**
  * `Idempotency-Key` on every Beta POST (DESIGN §12): the same key with the same body within 24 h
@@ -32,7 +37,7 @@ export class IdempotencyKeys {
   constructor(private readonly db: Db, private readonly log: Logger, private readonly waitMs = DEFAULT_WAIT_MS) {}
 
   /** Before the handler: a Response ends the request (replay or refusal); undefined runs it. */
-  async begin(request: Request, orgId: string, body: unknown): Promise<Response | undefined> {
+  async begin(request: Request, principal: Principal, body: unknown): Promise<Response | undefined> {
     if (request.method !== "POST") return;
     const key = request.headers.get("idempotency-key");
     if (key === null) return;
@@ -40,13 +45,15 @@ export class IdempotencyKeys {
       throw new BadRequestError("Idempotency-Key must be 1 to 255 visible ASCII characters.", { "Idempotency-Key": ["must be 1 to 255 visible ASCII characters"] }, "invalid_idempotency_key");
     }
     const url = new URL(request.url);
-    const fingerprint = requestFingerprint(key, `${request.method} ${url.pathname}${url.search}\n${JSON.stringify(body ?? null)}`);
-    const storedKey = storedKeyOf(key);
+    const orgId = principal.orgId;
+    const scope: KeyScope = { orgId, owner: ownerOf(principal), key };
+    const fingerprint = requestFingerprint(scope, `${request.method} ${url.pathname}${url.search}\n${JSON.stringify(body ?? null)}`);
+    const storedKey = storedKeyOf(scope);
     const deadline = Date.now() + this.waitMs;
     for (;;) {
       const claim = await claimIdempotencyKey(this.db, orgId, storedKey, fingerprint, LEASE_SECONDS);
       if (claim.kind === "claimed") {
-        this.claims.set(request, { orgId, key, storedKey });
+        this.claims.set(request, { scope, storedKey, token: claim.token });
         return;
       }
       if (claim.kind === "reused") {
@@ -57,7 +64,7 @@ export class IdempotencyKeys {
         );
       }
       if (claim.kind === "replay") {
-        return new Response(claim.response.status === 204 || !claim.response.body ? null : openResponseBody(orgId, key, claim.response.body), {
+        return new Response(claim.response.status === 204 || !claim.response.body ? null : openResponseBody(scope, claim.response.body), {
           status: claim.response.status,
           headers: { ...claim.response.headers, "idempotency-replayed": "true" },
         });
@@ -91,7 +98,15 @@ export class IdempotencyKeys {
       if (!headers["content-type"] && body) headers["content-type"] = typeof response === "string" ? "text/plain; charset=utf-8" : "application/json";
     }
     if (status < 200 || status >= 300) return this.release(request, claim);
-    await completeIdempotencyKey(this.db, claim.orgId, claim.storedKey, { status, headers, body: body && sealResponseBody(claim.orgId, claim.key, body) });
+    const { orgId } = claim.scope;
+    try {
+      const stored = await completeIdempotencyKey(this.db, orgId, claim.storedKey, claim.token, { status, headers, body: body && sealResponseBody(claim.scope, body) });
+      if (!stored) this.log.warn("idempotency claim was taken over before its answer was stored", { org_id: orgId });
+    } catch (e) {
+      // The operation ran: the client still gets its answer, and the key is held (a retry gets 409, never a second run).
+      this.log.error("idempotency answer could not be stored", { org_id: orgId, error: errorForLog(e) });
+      await holdIdempotencyKey(this.db, orgId, claim.storedKey, claim.token).catch((e2) => this.log.error("idempotency key hold failed", { error: errorForLog(e2) }));
+    }
   }
 
   /** The request failed: nothing was written, so its key may run again. */
@@ -103,6 +118,6 @@ export class IdempotencyKeys {
   }
 
   private async release(_request: Request, claim: Claim): Promise<void> {
-    await releaseIdempotencyKey(this.db, claim.orgId, claim.storedKey).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
+    await releaseIdempotencyKey(this.db, claim.scope.orgId, claim.storedKey, claim.token).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
   }
 }

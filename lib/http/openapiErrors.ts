@@ -1,4 +1,5 @@
 import { SPEC_ERROR_STATUSES } from "./errorStatuses.ts";
+import { withHeaders } from "./openapiHeaders.ts";
 
 /** JSON Schema of the spec's error body (SPEC "Errors"), for the OpenAPI document. */
 export const ERROR_BODY_SCHEMA = {
@@ -33,7 +34,8 @@ const BETA_SECURITY = () => [{ bearer: [] as string[] }, { apiKey: [] as string[
 /**
  * Adds the error responses of every Beta operation to the generated OpenAPI document: the
  * statuses SPEC lists per endpoint group (SPEC_ERROR_STATUSES), each with the error body; and
- * the operation's security.
+ * the operation's security; then the request and response headers of every operation
+ * (lib/http/openapiHeaders.ts).
  */
 export function withErrorResponses(doc: any): any {
   doc.components ??= {};
@@ -52,5 +54,5 @@ export function withErrorResponses(doc: any): any {
       }
     }
   }
-  return doc;
+  return withHeaders(doc);
 }

@@ -31,7 +31,7 @@ export function orgRoutes(s: Services, prefix: string) {
       return { principal };
     })
     // After authentication and validation, so a refused request never claims a key.
-    .onBeforeHandle(({ request, principal, body }) => idempotency.begin(request, principal.orgId, body))
+    .onBeforeHandle(({ request, principal, body }) => idempotency.begin(request, principal, body))
     .onAfterHandle(({ request, responseValue, set }) => idempotency.finish(request, responseValue, set));
 }
 

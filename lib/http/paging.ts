@@ -59,12 +59,13 @@ export function pageOfArray<T>(all: T[], p: PageRequest): Page<T> {
 export function pageHeaders(requestUrl: string, publicUrl: string, p: PageRequest, total: number): Record<string, string> {
   const totalPages = Math.max(1, Math.ceil(total / p.pageSize));
   const url = new URL(requestUrl);
-  const base = new URL(url.pathname, publicUrl.endsWith("/") ? publicUrl : `${publicUrl}/`);
+  // Under PUBLIC_URL, path included (a service mounted at https://host/commitops); never the Host header.
+  const base = publicUrl.replace(/\/+$/, "");
   const link = (page: number, rel: string) => {
     const q = new URLSearchParams(url.search);
     q.set("page", String(page));
     q.set("page_size", String(p.pageSize));
-    return `<${base.origin}${url.pathname}?${q}>; rel="${rel}"`;
+    return `<${base}${url.pathname}?${q}>; rel="${rel}"`;
   };
   const links = [link(1, "first")];
   if (p.page > 1) links.push(link(Math.min(p.page - 1, totalPages), "prev"));

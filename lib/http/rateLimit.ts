@@ -38,11 +38,24 @@ export class RateLimiter {
     const resetSeconds = Math.max(1, Math.ceil((minute + 60_000 - t) / 1000));
     if (estimated >= this.perMinute) {
       this.windows.set(key, w);
-      throw new TooManyRequestsError(resetSeconds, rateLimitHeaders({ limit: this.perMinute, remaining: 0, resetSeconds }));
+      const retry = secondsUntilAllowed(this.perMinute, w, minute, t);
+      throw new TooManyRequestsError(retry, rateLimitHeaders({ limit: this.perMinute, remaining: 0, resetSeconds: retry }));
     }
     w.count++;
     this.windows.set(key, w);
     if (this.windows.size > 100_000) this.windows.clear();
     return { limit: this.perMinute, remaining: Math.max(0, Math.floor(this.perMinute - estimated - 1)), resetSeconds };
   }
+}
+
+/**
+ * When the sliding estimate (previous window's count, weighted by what is left of it, plus this
+ * window's count) next drops below the limit: later in this window as the previous one fades
+ * out, else in the next window as this one does. Whole seconds, at least 1.
+ */
+function secondsUntilAllowed(limit: number, w: { count: number; previous: number }, minute: number, t: number): number {
+  let at: number;
+  if (w.count < limit && w.previous > 0) at = minute + 60_000 * (1 - (limit - w.count) / w.previous);
+  else at = minute + 60_000 + 60_000 * Math.max(0, 1 - limit / Math.max(w.count, 1));
+  return Math.max(1, Math.ceil((at - t) / 1000));
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { and, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { idempotencyKeys } from "../db/schema/index.ts";
@@ -12,8 +13,8 @@ export interface StoredResponse {
 }
 
 export type IdempotencyClaim =
-  /** This request runs the operation. */
-  | { kind: "claimed" }
+  /** This request runs the operation; `token` proves it holds the claim. */
+  | { kind: "claimed"; token: string }
   /** A request with this key and body already completed: its answer. */
   | { kind: "replay"; response: StoredResponse }
   /** The key was used for another method, path or body. */
@@ -32,45 +33,62 @@ const expired = sql`${idempotencyKeys.createdAt} < now() - make_interval(hours =
 export async function claimIdempotencyKey(db: Db, orgId: string, key: string, fingerprint: string, leaseSeconds: number): Promise<IdempotencyClaim> {
   const lease = sql`now() + make_interval(secs => ${leaseSeconds})`;
   for (let attempt = 0; attempt < 3; attempt++) {
+    const token = randomUUID();
     const inserted = await db
       .insert(idempotencyKeys)
-      .values({ orgId, key, fingerprint, status: "in_progress", lockedUntil: lease })
+      .values({ orgId, key, fingerprint, status: "in_progress", lockedUntil: lease, claimToken: token })
       .onConflictDoNothing()
       .returning({ key: idempotencyKeys.key });
-    if (inserted.length) return { kind: "claimed" };
+    if (inserted.length) return { kind: "claimed", token };
     const [row] = await db.select().from(idempotencyKeys).where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)));
     if (!row) continue; // released between the two statements
     const [takenOverExpired] = await db
       .update(idempotencyKeys)
-      .set({ fingerprint, status: "in_progress", lockedUntil: lease, responseStatus: null, responseHeaders: null, responseBody: null, createdAt: sql`now()` })
+      .set({ fingerprint, status: "in_progress", lockedUntil: lease, claimToken: token, responseStatus: null, responseHeaders: null, responseBody: null, createdAt: sql`now()` })
       .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), expired))
       .returning({ key: idempotencyKeys.key });
-    if (takenOverExpired) return { kind: "claimed" };
+    if (takenOverExpired) return { kind: "claimed", token };
     if (row.fingerprint !== fingerprint) return { kind: "reused" };
     if (row.status === "completed") {
       return { kind: "replay", response: { status: row.responseStatus ?? 200, headers: (row.responseHeaders as Record<string, string>) ?? {}, body: row.responseBody ?? "" } };
     }
     const [takenOver] = await db
       .update(idempotencyKeys)
-      .set({ lockedUntil: lease })
+      .set({ lockedUntil: lease, claimToken: token })
       .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.status, "in_progress"), lt(idempotencyKeys.lockedUntil, sql`now()`)))
       .returning({ key: idempotencyKeys.key });
-    return takenOver ? { kind: "claimed" } : { kind: "in_progress" };
+    return takenOver ? { kind: "claimed", token } : { kind: "in_progress" };
   }
   return { kind: "in_progress" };
 }
 
-/** Stores the answer of a claimed key: every later request with it replays this. */
-export async function completeIdempotencyKey(db: Db, orgId: string, key: string, response: StoredResponse): Promise<void> {
-  await db
+const heldBy = (orgId: string, key: string, token: string) =>
+  and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.status, "in_progress"), eq(idempotencyKeys.claimToken, token));
+
+/** Stores the answer of a claimed key (only while this request still holds it): every later request with it replays this. */
+export async function completeIdempotencyKey(db: Db, orgId: string, key: string, token: string, response: StoredResponse): Promise<boolean> {
+  const rows = await db
     .update(idempotencyKeys)
     .set({ status: "completed", responseStatus: response.status, responseHeaders: response.headers, responseBody: response.body })
-    .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)));
+    .where(heldBy(orgId, key, token))
+    .returning({ key: idempotencyKeys.key });
+  return rows.length > 0;
 }
 
-/** A request that failed wrote nothing (one transaction per change): its key is free again. */
-export async function releaseIdempotencyKey(db: Db, orgId: string, key: string): Promise<void> {
-  await db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.status, "in_progress")));
+/**
+ * The operation ran but its answer could not be stored: the claim is held for the rest of the
+ * key's life, so a retry is told the request is in progress (409) rather than running it twice.
+ */
+export async function holdIdempotencyKey(db: Db, orgId: string, key: string, token: string): Promise<void> {
+  await db
+    .update(idempotencyKeys)
+    .set({ lockedUntil: sql`${idempotencyKeys.createdAt} + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})` })
+    .where(heldBy(orgId, key, token));
+}
+
+/** A request that failed wrote nothing (one transaction per change): its key is free again, unless another request took the claim over. */
+export async function releaseIdempotencyKey(db: Db, orgId: string, key: string, token: string): Promise<void> {
+  await db.delete(idempotencyKeys).where(heldBy(orgId, key, token));
 }
 
 /** Keys past the TTL (a job runs this; a stale key is also taken over when reused). */

@@ -13,6 +13,7 @@ import { commitmentPlanItems, commitmentPlans, purchases } from "../db/schema/in
 import { NotFoundError } from "../errors.ts";
 import type { Page, PageRequest } from "../http/paging.ts";
 import { cents, centsOrNull } from "../pricing/index.ts";
+import { planTotals, rate6, type ShownPlanItemMoney } from "../pricing/display.ts";
 import type { Provider } from "../providers.ts";
 
 export const PLAN_STATUSES = ["generated", "purchased", "not_purchased"] as const;
@@ -22,10 +23,8 @@ type PlanRow = typeof commitmentPlans.$inferSelect;
 type ItemRow = typeof commitmentPlanItems.$inferSelect;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-/** Rates and percentages: 6 decimals (DESIGN §12). */
-const rate = (v: string) => Math.round(Number(v) * 1e6) / 1e6;
-/** Quantities (units, $/hour amounts): as stored (numeric, 10 decimals). */
-const qty = (v: string) => Number(v);
+/** Rates, percentages and quantities (units, $/hour amounts): 6 decimals (DESIGN §12). */
+const rate = (v: string) => rate6(Number(v));
 
 export function planItemView(i: ItemRow) {
   return {
@@ -36,8 +35,8 @@ export function planItemView(i: ItemRow) {
     payment_option: i.paymentOption,
     region: i.region,
     instance_type: i.instanceType,
-    units: qty(i.units),
-    amount: qty(i.amount),
+    units: rate(i.units),
+    amount: rate(i.amount),
     upfront_cost: cents(Number(i.upfrontCost)),
     monthly_cost: cents(Number(i.monthlyCost)),
     monthly_net_savings: cents(Number(i.monthlyNetSavings)),
@@ -52,13 +51,7 @@ export function planItemView(i: ItemRow) {
 }
 export type PlanItemView = ReturnType<typeof planItemView>;
 
-/** Totals of rounded parts: each part in cents, summed in integer cents. */
-function totalsOf(items: { upfront_cost: number; monthly_cost: number; monthly_net_savings: number }[]) {
-  const sum = (f: (x: (typeof items)[number]) => number) => items.reduce((a, x) => a + Math.round(f(x) * 100), 0) / 100;
-  return { total_upfront_cost: sum((x) => x.upfront_cost), monthly_cost: sum((x) => x.monthly_cost), monthly_net_savings: sum((x) => x.monthly_net_savings) };
-}
-
-function planSummaryView(p: PlanRow, items: { upfront_cost: number; monthly_cost: number; monthly_net_savings: number }[], purchaseId: string | null) {
+function planSummaryView(p: PlanRow, items: ShownPlanItemMoney[], purchaseId: string | null) {
   return {
     id: p.id,
     provider: p.provider,
@@ -74,7 +67,7 @@ function planSummaryView(p: PlanRow, items: { upfront_cost: number; monthly_cost
     usage_to: iso(p.usageTo),
     max_upfront_cost: centsOrNull(p.maxUpfrontCost === null ? null : Number(p.maxUpfrontCost)),
     item_count: items.length,
-    ...totalsOf(items),
+    ...planTotals(items),
     created_at: p.createdAt.toISOString(),
   };
 }
@@ -90,6 +83,25 @@ async function purchaseIdsOf(db: DbOrTx, orgId: string, planIds: string[]): Prom
     .orderBy(asc(purchases.createdAt), asc(purchases.id));
   // The newest wins should there ever be two.
   return new Map(rows.map((r) => [r.planId, r.id]));
+}
+
+/**
+ * The shown money of each plan's items (cents), by plan id: what a plan's totals are summed
+ * from (`planTotals`), for the REST list and the MCP `list_latest_plans` alike.
+ */
+export async function shownItemMoneyOf(db: DbOrTx, orgId: string, planIds: string[]): Promise<Map<string, ShownPlanItemMoney[]>> {
+  const byPlan = new Map<string, ShownPlanItemMoney[]>();
+  if (!planIds.length) return byPlan;
+  const rows = await db
+    .select({ planId: commitmentPlanItems.planId, upfrontCost: commitmentPlanItems.upfrontCost, monthlyCost: commitmentPlanItems.monthlyCost, monthlyNetSavings: commitmentPlanItems.monthlyNetSavings })
+    .from(commitmentPlanItems)
+    .where(and(eq(commitmentPlanItems.orgId, orgId), inArray(commitmentPlanItems.planId, planIds)));
+  for (const i of rows) {
+    const list = byPlan.get(i.planId) ?? [];
+    list.push({ upfront_cost: cents(Number(i.upfrontCost)), monthly_cost: cents(Number(i.monthlyCost)), monthly_net_savings: cents(Number(i.monthlyNetSavings)) });
+    byPlan.set(i.planId, list);
+  }
+  return byPlan;
 }
 
 export interface PlanFilter {
@@ -108,18 +120,7 @@ export async function pagePlans(db: DbOrTx, orgId: string, f: PlanFilter, p: Pic
   const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(commitmentPlans).where(where);
   const rows = await db.select().from(commitmentPlans).where(where).orderBy(desc(commitmentPlans.createdAt), desc(commitmentPlans.id)).limit(p.limit).offset(p.offset);
   const ids = rows.map((r) => r.id);
-  const itemRows = ids.length
-    ? await db
-        .select({ planId: commitmentPlanItems.planId, upfrontCost: commitmentPlanItems.upfrontCost, monthlyCost: commitmentPlanItems.monthlyCost, monthlyNetSavings: commitmentPlanItems.monthlyNetSavings })
-        .from(commitmentPlanItems)
-        .where(and(eq(commitmentPlanItems.orgId, orgId), inArray(commitmentPlanItems.planId, ids)))
-    : [];
-  const byPlan = new Map<string, { upfront_cost: number; monthly_cost: number; monthly_net_savings: number }[]>();
-  for (const i of itemRows) {
-    const list = byPlan.get(i.planId) ?? [];
-    list.push({ upfront_cost: cents(Number(i.upfrontCost)), monthly_cost: cents(Number(i.monthlyCost)), monthly_net_savings: cents(Number(i.monthlyNetSavings)) });
-    byPlan.set(i.planId, list);
-  }
+  const byPlan = await shownItemMoneyOf(db, orgId, ids);
   const bought = await purchaseIdsOf(db, orgId, ids);
   return { items: rows.map((r) => planSummaryView(r, byPlan.get(r.id) ?? [], bought.get(r.id) ?? null)), total: Number(counted?.n ?? 0) };
 }

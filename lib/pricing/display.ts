@@ -102,3 +102,29 @@ export function displayEstimatePricing(lines: PricingLine[], pricing: EstimatePr
   const shown = pricing.line_items.map(displayLine);
   return { line_items: shown, totals: displayTotals(lines, shown) };
 }
+
+/** Shown money (each value rounded to cents first) summed in integer cents. */
+export function sumCents(values: Iterable<number>): number {
+  let c = 0;
+  for (const v of values) c += toCents(v);
+  return fromCents(c);
+}
+
+/** The money of one plan item as shown (already in cents). */
+export interface ShownPlanItemMoney {
+  upfront_cost: number;
+  monthly_cost: number;
+  monthly_net_savings: number;
+}
+
+/**
+ * A commitment plan's totals as shown: the sums of its items' shown cents, so the plan adds up
+ * as displayed (REST /commitment-plans, the MCP planning tools and the auto-purchase threshold).
+ */
+export function planTotals(items: readonly ShownPlanItemMoney[]): { total_upfront_cost: number; monthly_cost: number; monthly_net_savings: number } {
+  return {
+    total_upfront_cost: sumCents(items.map((x) => x.upfront_cost)),
+    monthly_cost: sumCents(items.map((x) => x.monthly_cost)),
+    monthly_net_savings: sumCents(items.map((x) => x.monthly_net_savings)),
+  };
+}

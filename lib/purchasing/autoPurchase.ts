@@ -20,6 +20,7 @@ import { getSegment } from "../segments/service.ts";
 import { dueExecutionDate, utcDate } from "../templates/schedule.ts";
 import { autoPurchaseOf, configurationOf } from "../templates/service.ts";
 import { generatePlan, savePlan } from "../planning/generate.ts";
+import { sumCents } from "../pricing/display.ts";
 import { purchaserOf, type Purchaser } from "./purchaser.ts";
 import { expireStaleApprovals, purchaseInFlight } from "./orders.ts";
 import { processPurchaseItems, type ItemReport, type PurchaseHooks } from "./executor.ts";
@@ -105,10 +106,13 @@ async function executeRun(s: Services, tx: Tx, run: PendingRun, purchaser: Purch
   const config = configurationOf(t);
   const plan = await generatePlan(tx, t.orgId, segment, config, now);
   const savings = plan.sizing.monthlyNetSavings;
+  // The threshold is held against the plan's monthly net savings as shown (the sum of its
+  // items' cents, as GET /commitment-plans shows it), so the decision agrees with the document.
+  const shownSavings = sumCents(plan.sizing.items.map((i) => i.monthlyNetSavings));
   let outcome: RunOutcome;
   if (!ap.enabled) outcome = "disabled";
   else if (!plan.sizing.items.length) outcome = "nothing_to_buy";
-  else if (savings < ap.min_monthly_savings) outcome = "below_min_monthly_savings";
+  else if (shownSavings < ap.min_monthly_savings) outcome = "below_min_monthly_savings";
   else outcome = "purchased";
   const planId = await savePlan(tx, {
     orgId: t.orgId,
@@ -141,7 +145,7 @@ async function executeRun(s: Services, tx: Tx, run: PendingRun, purchaser: Purch
   }
   await tx.update(commitmentPlanTemplates).set({ lastExecutionDate: run.execution_date, lastExecutedAt: now }).where(eq(commitmentPlanTemplates.id, t.id));
   const r = await finish(outcome, planId, purchaseId);
-  return { ...r, monthly_net_savings: savings };
+  return { ...r, monthly_net_savings: shownSavings };
 }
 
 /** Works off every pending run this process can lock. */

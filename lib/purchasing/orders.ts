@@ -13,6 +13,7 @@ import { utcDate } from "../templates/schedule.ts";
 import type { Services } from "../services.ts";
 import { eventView, recordEvent } from "./events.ts";
 import { centsOrNull } from "../pricing/index.ts";
+import { rate6, sumCents } from "../pricing/display.ts";
 
 export const PURCHASE_STATUSES = ["pending_approval", "approved", "confirmed", "partially_failed", "failed", "rejected", "expired", "dry_run"] as const;
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
@@ -23,7 +24,10 @@ type ItemRow = typeof purchaseItems.$inferSelect;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const num = (v: string | null) => (v === null ? null : Number(v));
+/** Money at the edge (DESIGN §12): cents. */
 const cents = (v: string | null) => centsOrNull(num(v));
+/** Rates and quantities ($/hour costs, amounts) at the edge: 6 decimals. */
+const rate = (v: string | null) => (v === null ? null : rate6(Number(v)));
 
 export function itemView(i: ItemRow) {
   return {
@@ -37,18 +41,18 @@ export function itemView(i: ItemRow) {
     region: i.region,
     instance_type: i.instanceType,
     instance_family: i.instanceFamily,
-    amount: num(i.amount)!,
+    amount: rate(i.amount)!,
     planned_upfront_cost: cents(i.plannedUpfront)!,
-    planned_hourly_cost: num(i.plannedHourly)!,
+    planned_hourly_cost: rate(i.plannedHourly)!,
     monthly_net_savings: cents(i.monthlyNetSavings)!,
     idempotency_token: i.token,
     offering_id: i.offeringId,
     quoted_upfront_cost: cents(i.quotedUpfront),
-    quoted_hourly_cost: num(i.quotedHourly),
+    quoted_hourly_cost: rate(i.quotedHourly),
     provider_purchase_id: i.providerPurchaseId,
     provider_state: i.providerState,
     actual_upfront_cost: cents(i.actualUpfront),
-    actual_hourly_cost: num(i.actualHourly),
+    actual_hourly_cost: rate(i.actualHourly),
     currency: i.currency,
     starts_at: iso(i.startsAt),
     ends_at: iso(i.endsAt),
@@ -62,7 +66,35 @@ export function itemView(i: ItemRow) {
   };
 }
 
-export function purchaseSummaryView(p: PurchaseRow) {
+/** An order's money as its items show it (cents): its totals are summed from these. */
+interface ShownItemMoney {
+  planned_upfront_cost: number;
+  monthly_net_savings: number;
+}
+
+/** The order's totals: the sums of its items' shown cents, so the document adds up as displayed. */
+function orderTotals(items: readonly ShownItemMoney[]) {
+  return { total_upfront_cost: sumCents(items.map((i) => i.planned_upfront_cost)), monthly_net_savings: sumCents(items.map((i) => i.monthly_net_savings)) };
+}
+
+/** The shown money of each order's items, by purchase id (for the lists). */
+async function shownItemMoneyOf(db: DbOrTx, orgId: string, purchaseIds: string[]): Promise<Map<string, ShownItemMoney[]>> {
+  const byPurchase = new Map<string, ShownItemMoney[]>();
+  if (!purchaseIds.length) return byPurchase;
+  const rows = await db
+    .select({ purchaseId: purchaseItems.purchaseId, plannedUpfront: purchaseItems.plannedUpfront, monthlyNetSavings: purchaseItems.monthlyNetSavings })
+    .from(purchaseItems)
+    .where(and(eq(purchaseItems.orgId, orgId), inArray(purchaseItems.purchaseId, purchaseIds)));
+  for (const r of rows) {
+    const list = byPurchase.get(r.purchaseId) ?? [];
+    list.push({ planned_upfront_cost: cents(r.plannedUpfront)!, monthly_net_savings: cents(r.monthlyNetSavings)! });
+    byPurchase.set(r.purchaseId, list);
+  }
+  return byPurchase;
+}
+
+/** One order as listed; `items` are its items' shown money, which its totals are summed from. */
+export function purchaseSummaryView(p: PurchaseRow, items: readonly ShownItemMoney[]) {
   return {
     id: p.id,
     provider: p.provider,
@@ -74,8 +106,7 @@ export function purchaseSummaryView(p: PurchaseRow) {
     execution_date: p.executionDate,
     plan_id: p.planId,
     item_count: p.itemCount,
-    total_upfront_cost: cents(p.totalUpfrontCost)!,
-    monthly_net_savings: cents(p.monthlyNetSavings)!,
+    ...orderTotals(items),
     requires_approval: p.requiresApproval,
     approval_expires_at: iso(p.approvalExpiresAt),
     decided_by: p.decidedBy,
@@ -95,7 +126,8 @@ export async function listPurchases(db: DbOrTx, orgId: string, opts: { status?: 
     .where(and(eq(purchases.orgId, orgId), opts.status ? eq(purchases.status, opts.status) : undefined))
     .orderBy(desc(purchases.createdAt), desc(purchases.id))
     .limit(opts.limit ?? 100);
-  return rows.map(purchaseSummaryView);
+  const money = await shownItemMoneyOf(db, orgId, rows.map((r) => r.id));
+  return rows.map((r) => purchaseSummaryView(r, money.get(r.id) ?? []));
 }
 
 /** One page of the org's purchases, newest first (id as tiebreak), optionally of one status. */
@@ -103,7 +135,8 @@ export async function pagePurchases(db: DbOrTx, orgId: string, opts: { status?: 
   const where = and(eq(purchases.orgId, orgId), opts.status ? eq(purchases.status, opts.status) : undefined);
   const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(purchases).where(where);
   const rows = await db.select().from(purchases).where(where).orderBy(desc(purchases.createdAt), desc(purchases.id)).limit(p.limit).offset(p.offset);
-  return { items: rows.map(purchaseSummaryView), total: Number(counted?.n ?? 0) };
+  const money = await shownItemMoneyOf(db, orgId, rows.map((r) => r.id));
+  return { items: rows.map((r) => purchaseSummaryView(r, money.get(r.id) ?? [])), total: Number(counted?.n ?? 0) };
 }
 export type PurchaseSummaryView = ReturnType<typeof purchaseSummaryView>;
 
@@ -112,7 +145,8 @@ export async function getPurchase(db: DbOrTx, orgId: string, id: string) {
   if (!p) throw notFound();
   const items = await db.select().from(purchaseItems).where(eq(purchaseItems.purchaseId, id)).orderBy(asc(purchaseItems.position));
   const story = await db.select().from(purchaseEvents).where(eq(purchaseEvents.purchaseId, id)).orderBy(asc(purchaseEvents.seq));
-  return { ...purchaseSummaryView(p), items: items.map(itemView), events: story.map(eventView) };
+  const shown = items.map(itemView);
+  return { ...purchaseSummaryView(p, shown), items: shown, events: story.map(eventView) };
 }
 export type PurchaseView = Awaited<ReturnType<typeof getPurchase>>;
 

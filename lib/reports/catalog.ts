@@ -62,7 +62,9 @@ export interface Term {
 
 /**
  * Money rounding of a report (DESIGN §12: totals in a row are derived from the rounded parts it
- * shows). Within each (provider, billing_currency) of the month:
+ * shows). Within each partition of the month (`partitionOf`: the invoice as far as the report's
+ * rows tell it — (provider, billing_currency, billing_account_id) when the report has a
+ * billing_account_id column, else (provider, billing_currency)):
  * - each group's columns are rounded together so that Σ sign × column over the month is the
  *   exact sum rounded to the cent (the invoice total; largest remainder among the columns), and
  *   each column's month total is the floor or ceiling of its exact sum;
@@ -165,7 +167,7 @@ const BILL_FIELDS = [F.ondemand, F.billCommitment, F.other, F.total, F.billed];
 const BILL_MONEY = ["ondemand_cost", "commitment_cost", "other_cost", "total_cost", "billed_cost"];
 /**
  * On-demand, commitment and other charges partition the rows (ChargeCategory and commitment
- * id), so total_cost = Σ EffectiveCost is their sum; the provider's month total is exact to the cent.
+ * id), so total_cost = Σ EffectiveCost is their sum; each partition's month total (partitionOf) is exact to the cent.
  */
 const BILL_ROUNDING: MoneyRounding = {
   groups: [[plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")], [plus("billed_cost")]],
@@ -422,20 +424,33 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
 ];
 
 /**
+ * The columns whose values make one rounding partition of a report's month: the invoice as the
+ * rows know it. Several billing (payer) accounts of one provider are several invoices, so a
+ * report showing billing_account_id reconciles per billing account (a `billing_account_id`
+ * filter then adds up to that invoice); a report without the column can only reconcile per
+ * (provider, billing_currency).
+ */
+export function partitionOf(def: Pick<ReportDefinition, "output_fields">): string[] {
+  return ["provider", "billing_currency", ...(def.output_fields.some((f) => f.name === "billing_account_id") ? ["billing_account_id"] : [])];
+}
+
+/**
  * The shown rows of a report (MoneyRounding): its exact rows, with each money column in whole
  * cents, computed over the whole month: a filter on the outer query never changes the cents of
  * the rows it keeps, and the frozen snapshot (one provider at a time) holds the live cents.
  *
  * Largest remainder without sorting the month: every cell first rounds half up; the few cents
  * the column's month target still differs by go to (or come back from) the cells nearest to the
- * rounding boundary, found with a bounded top-N per (provider, currency). Ties go by the
- * report's row order, so the same data always gives the same cents (JSON, CSV, COPY, snapshot).
+ * rounding boundary, found with a bounded top-N per partition (`partitionOf`; NULL is a value of
+ * its own there, e.g. an account without a known billing account). Ties go by the report's row
+ * order, so the same data always gives the same cents (JSON, CSV, COPY, snapshot).
  */
 export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields" | "orderBy" | "rounding">): string {
   const rounding = def.rounding;
   if (!rounding) return def.exactSql;
   const cols = rounding.groups.flat().map((t) => t.column);
-  const part = new Set(["provider", "billing_currency"]);
+  const partCols = partitionOf(def);
+  const part = new Set(partCols);
   const keys = def.orderBy.filter((c) => !part.has(c));
   const ahead = keys.map((k) => `, x.${k} ASC NULLS FIRST`).join("");
   const behind = keys.map((k) => `, x.${k} DESC NULLS LAST`).join("");
@@ -455,7 +470,10 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
       ) v
     ) g${gi}`,
   );
-  const samePart = "x.provider = t.provider AND x.billing_currency = t.billing_currency";
+  // IS NOT DISTINCT FROM: a NULL partition value (no known billing account) is a partition too;
+  // with `=` its cells would silently miss their adjustment. x is a CTE scan either way (no index
+  // to lose) and d has one row per partition.
+  const samePart = partCols.map((c) => `x.${c} IS NOT DISTINCT FROM t.${c}`).join(" AND ");
   // Cents still to add (> 0) or take back (< 0) per column, beyond rounding every cell half up.
   const adjust = cols.map(
     (c) => `a_${c} AS MATERIALIZED (
@@ -480,11 +498,11 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
     FROM (${def.exactSql}) q
   ),
   t AS (
-    SELECT s.provider, s.billing_currency, ${targets.join(", ")}${cols.map((c) => `, s._u_${c}`).join("")}
-    FROM (SELECT x.provider, x.billing_currency, ${cols.map((c) => `SUM(x.${c}) * 100 AS _s_${c}, SUM(x._f_${c}) + count(*) FILTER (WHERE x._r_${c} >= 0.5) AS _u_${c}`).join(", ")}
-          FROM x GROUP BY x.provider, x.billing_currency) s${laterals.join("")}
+    SELECT ${partCols.map((c) => `s.${c}`).join(", ")}, ${targets.join(", ")}${cols.map((c) => `, s._u_${c}`).join("")}
+    FROM (SELECT ${partCols.map((c) => `x.${c}`).join(", ")}, ${cols.map((c) => `SUM(x.${c}) * 100 AS _s_${c}, SUM(x._f_${c}) + count(*) FILTER (WHERE x._r_${c} >= 0.5) AS _u_${c}`).join(", ")}
+          FROM x GROUP BY ${partCols.map((c) => `x.${c}`).join(", ")}) s${laterals.join("")}
   ),
-  d AS (SELECT t.provider, t.billing_currency, ${cols.map((c) => `t._t_${c} - t._u_${c} AS _d_${c}`).join(", ")} FROM t),
+  d AS (SELECT ${partCols.map((c) => `t.${c}`).join(", ")}, ${cols.map((c) => `t._t_${c} - t._u_${c} AS _d_${c}`).join(", ")} FROM t),
   ${adjust.join(",\n  ")},
   y AS (
     SELECT x.*, ${cols.map((c) => `x._f_${c} + CASE WHEN x._r_${c} >= 0.5 THEN 1 ELSE 0 END + COALESCE(a_${c}.d, 0) AS _c_${c}`).join(", ")}

@@ -147,12 +147,21 @@ interface RowSource {
   frozen: boolean;
 }
 
-function sourcesOf(def: ReportDefinition, state: MonthState | undefined, provider: Provider | undefined): RowSource[] {
+async function sourcesOf(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, state: MonthState | undefined, provider: Provider | undefined): Promise<RowSource[]> {
   if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: p.frozen }));
-  // The commitment inventory is not made of billing rows: every provider has one, frozen with its billing period.
-  const frozen = new Set((state?.providers ?? []).filter((p) => p.frozen).map((p) => p.provider));
+  // The commitment inventory is not made of billing rows: every provider has one, frozen with its
+  // billing period. Months frozen before static reports were snapshotted have no snapshot of it:
+  // those are read live (as they always were) rather than served empty while `finalized`.
+  const frozen = new Set<Provider>();
+  for (const p of state?.providers ?? []) if (p.frozen && (await hasSnapshot(db, orgId, def, p.provider, month))) frozen.add(p.provider);
   if (!frozen.size) return [{ provider: provider ?? null, frozen: false }];
   return (provider ? [provider] : PROVIDERS).map((p) => ({ provider: p, frozen: frozen.has(p) }));
+}
+
+/** Whether the freeze of (org, provider, month) wrote any row of this report. */
+async function hasSnapshot(db: DbOrTx, orgId: string, def: ReportDefinition, provider: Provider, month: string): Promise<boolean> {
+  const rows = await queryRows(db, `SELECT 1 FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date LIMIT 1`, [orgId, def.report_type, provider, month]);
+  return rows.length > 0;
 }
 
 /**
@@ -194,7 +203,7 @@ export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefini
   for (const month of months) {
     const answer = monthAnswer(def, states.get(month), month, now);
     if (answer === null || answer === "awaiting_close") continue;
-    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(db, orgId, def, month, sourcesOf(def, states.get(month), q.provider), q.filters))) continue;
+    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(db, orgId, def, month, await sourcesOf(db, orgId, def, month, states.get(month), q.provider), q.filters))) continue;
     out.push(entryOf(month, answer.status));
   }
   return out;
@@ -347,7 +356,7 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     sources = [];
   } else {
     status = answer.status;
-    sources = sourcesOf(def, state, q.provider);
+    sources = await sourcesOf(readFrom.db, orgId, def, month, state, q.provider);
     if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(readFrom.db, orgId, def, month, sources, q.filters))) throw notAvailable();
   }
   const batchSize = 2000;

@@ -26,7 +26,8 @@ function februaryRows() {
 const money = (rows: (string | null)[][], c: string, keep: (r: (string | null)[]) => boolean = () => true) => rows.filter(keep).reduce((s, r) => s + Number(r[col[c]!] ?? 0), 0);
 
 /**
- * "Reconciles to the cent": per provider (one invoice each), the rows of a report add up to the
+ * "Reconciles to the cent": per provider (the generator gives each one billing account, so one
+ * invoice and one rounding partition each, `partitionOf`), the rows of a report add up to the
  * exact sum of the data rounded to the cent — no tolerance. Amounts are summed exactly here
  * (10-decimal strings as integers), and each shown value is compared in whole cents.
  */

@@ -7,6 +7,10 @@ import { createLogger } from "../../lib/log.ts";
 import { openDb, type DatabaseHandle } from "../../lib/db/index.ts";
 import { idempotencyCleanupJob } from "../../jobs/idempotency-cleanup.ts";
 import { openResponseBody, sealResponseBody, storedKeyOf } from "../../lib/idempotency/seal.ts";
+import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, releaseIdempotencyKey } from "../../lib/idempotency/store.ts";
+import { createApiKey } from "../../lib/auth/apiKeys.ts";
+import { pageHeaders, pageRequest } from "../../lib/http/paging.ts";
+import { line, seedCatalog as seedEstimateCatalog } from "../estimates/helpers.ts";
 
 /** DESIGN §12: ETags and preconditions, Idempotency-Key, RateLimit headers. */
 const TEMPLATE = {
@@ -71,6 +75,34 @@ describeEachDb("ETag, If-Match and If-None-Match on estimates and templates", (d
     expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}`, { headers: { "if-match": etag } })).status).toBe(412);
     const now = (await t.orgRequest("GET", `/cost-estimates/${body.id}`)).headers.get("etag")!;
     expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}`, { headers: { "if-match": now } })).status).toBe(204);
+  });
+
+  test("line items: GET with If-None-Match → 304 (HEAD too); PATCH/DELETE with a stale estimate ETag → 412, nothing changes", async () => {
+    const sku = await seedEstimateCatalog(t.s);
+    const { body } = await newEstimate("Lines");
+    const added = await t.orgRequest("POST", `/cost-estimates/${body.id}/line-items`, { body: { line_items: [line(sku.awsM5, { quantity: 2 })] } });
+    expect(added.status).toBe(200);
+    const afterAdd = added.headers.get("etag")!;
+    const lineId = ((await added.json()) as any).line_items[0].id;
+    const read = await t.orgRequest("GET", `/cost-estimates/${body.id}/line-items/${lineId}`);
+    expect(read.status).toBe(200);
+    const lineTag = read.headers.get("etag")!;
+    expect(lineTag).toMatch(/^"\d+-/);
+    expect((await t.orgRequest("GET", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-none-match": lineTag } })).status).toBe(304);
+    const head = await t.orgRequest("HEAD", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-none-match": lineTag } });
+    expect(head.status).toBe(304);
+    const patched = await t.orgRequest("PATCH", `/cost-estimates/${body.id}/line-items/${lineId}`, { body: { quantity: 3 }, headers: { "if-match": afterAdd } });
+    expect(patched.status).toBe(200);
+    // The estimate moved on: the tag from before the PATCH is stale for every write of it.
+    const stalePatch = await t.orgRequest("PATCH", `/cost-estimates/${body.id}/line-items/${lineId}`, { body: { quantity: 99 }, headers: { "if-match": afterAdd } });
+    expect(stalePatch.status).toBe(412);
+    const staleDelete = await t.orgRequest("DELETE", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-match": afterAdd } });
+    expect(staleDelete.status).toBe(412);
+    const now = await t.orgRequest("GET", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-none-match": lineTag } });
+    expect(now.status).toBe(200);
+    expect(((await now.json()) as any).line_item.quantity).toBe(3);
+    const current = now.headers.get("etag")!;
+    expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-match": current } })).status).toBe(204);
   });
 
   test("two writers holding the same ETag: exactly one wins, the other gets 412", async () => {
@@ -193,7 +225,7 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     const missing = "00000000-0000-4000-8000-000000000000";
     const failed = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates/${missing}/line-items`, { key: org.key, body: { line_items: [] }, headers: { "idempotency-key": "k-fail" } });
     expect(failed.status).toBe(404);
-    const rows = await t.s.handle.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = $2", [org.id, storedKeyOf("k-fail")]);
+    const rows = await t.s.handle.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1", [org.id]);
     expect(rows.length).toBe(0);
 
     // A request still running elsewhere: a completed claim turned back into a live one (its own fingerprint kept).
@@ -201,8 +233,8 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     const probe = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(probe.status).toBe(200);
     await t.s.handle.query(
-      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() + interval '1 hour' WHERE org_id = $1 AND key = $2",
-      [org.id, storedKeyOf("k-running")],
+      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() + interval '1 hour' WHERE org_id = $1",
+      [org.id],
     );
     const before = await count(org.id);
     const busy = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
@@ -211,7 +243,7 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     expect(busy.headers.get("retry-after")).toBe("1");
     expect(await count(org.id)).toBe(before);
     // Its process died: once the lease lapses the next retry runs it, once.
-    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1 AND key = $2", [org.id, storedKeyOf("k-running")]);
+    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1", [org.id]);
     const taken = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(taken.status).toBe(200);
     expect(await count(org.id)).toBe(before + 1);
@@ -236,10 +268,11 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     // The hourly job forgets what is past the TTL and keeps the rest.
     await t.s.handle.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE org_id = $1", [org.id]);
     await send();
+    const [daily] = await t.s.handle.query<{ key: string }>("SELECT key FROM idempotency_keys WHERE org_id = $1", [org.id]);
     await t.s.handle.query("INSERT INTO idempotency_keys (org_id, key, fingerprint, status, locked_until, created_at) VALUES ($1, 'old', 'f', 'completed', now(), now() - interval '2 days')", [org.id]);
     await idempotencyCleanupJob.run(t.s);
     const left = await t.s.handle.query<{ key: string }>("SELECT key FROM idempotency_keys WHERE org_id = $1", [org.id]);
-    expect(left.map((r) => r.key)).toEqual([storedKeyOf("daily")]);
+    expect(left.map((r) => r.key)).toEqual([daily!.key]);
   });
 
   test("a replayed answer holding a secret (a new API key) is stored sealed: the table shows neither the key nor the secret", async () => {
@@ -261,13 +294,62 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     expect(row).not.toContain(created.api_key);
     expect(row).not.toContain(created.api_key.slice(-16));
     expect(row).not.toContain(idempotencyKey);
-    // Only the client's key opens it, and only for its org.
+    // Only the client's key opens it, and only for its org and its owner (the credential that sent it).
+    const [admin] = await t.s.handle.query<{ id: string }>("SELECT id FROM api_keys WHERE org_id = $1 AND name <> 'CI'", [org.id]);
+    const mine = { orgId: org.id, owner: `api_key:${admin!.id}`, key: idempotencyKey };
+    expect(stored[0]!.key).toBe(storedKeyOf(mine));
     const body = String(stored[0]!.response_body);
-    expect(JSON.parse(openResponseBody(org.id, idempotencyKey, body)).api_key).toBe(created.api_key);
-    expect(() => openResponseBody(org.id, "another-key", body)).toThrow();
+    expect(JSON.parse(openResponseBody(mine, body)).api_key).toBe(created.api_key);
+    expect(() => openResponseBody({ ...mine, key: "another-key" }, body)).toThrow();
+    expect(() => openResponseBody({ ...mine, owner: "api_key:someone-else" }, body)).toThrow();
     const other = await t.newOrg("sealed-other");
-    expect(() => openResponseBody(other.id, idempotencyKey, body)).toThrow();
-    expect(() => openResponseBody(org.id, idempotencyKey, sealResponseBody(other.id, idempotencyKey, "x"))).toThrow();
+    expect(() => openResponseBody({ ...mine, orgId: other.id }, body)).toThrow();
+    expect(() => openResponseBody(mine, sealResponseBody({ ...mine, orgId: other.id }, "x"))).toThrow();
+  });
+
+  test("a key is its sender's: another admin of the org sending the same key and body runs its own request and never sees the first answer", async () => {
+    const org = await t.newOrg("two admins");
+    const second = await createApiKey(t.s.db, { orgId: org.id });
+    const send = (bearer: string) =>
+      t.request("POST", `/beta/v1/org/${org.id}/api-keys`, { key: bearer, body: { name: "deploy", scopes: ["reports:read"] }, headers: { "idempotency-key": "deploy-key" } });
+    const a = (await (await send(org.key)).json()) as any;
+    const bResponse = await send(second.key);
+    expect(bResponse.status).toBe(200);
+    expect(bResponse.headers.get("idempotency-replayed")).toBeNull();
+    const b = (await bResponse.json()) as any;
+    expect(b.api_key).not.toBe(a.api_key);
+    // Each one's retry replays its own answer.
+    expect(((await (await send(org.key)).json()) as any).api_key).toBe(a.api_key);
+    expect(((await (await send(second.key)).json()) as any).api_key).toBe(b.api_key);
+    const keys = await t.s.handle.query<{ n: number }>("SELECT count(*)::int AS n FROM api_keys WHERE org_id = $1 AND name = 'deploy'", [org.id]);
+    expect(Number(keys[0]!.n)).toBe(2);
+  });
+
+  test("only the holder of a claim completes or releases it: a request whose claim was taken over leaves the new holder's row alone", async () => {
+    const org = await t.newOrg("takeover");
+    const claimA = await claimIdempotencyKey(t.s.db, org.id, "k", "fp", 300);
+    expect(claimA.kind).toBe("claimed");
+    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1", [org.id]);
+    const claimB = await claimIdempotencyKey(t.s.db, org.id, "k", "fp", 300);
+    expect(claimB.kind).toBe("claimed");
+    const tokenA = (claimA as { token: string }).token;
+    const tokenB = (claimB as { token: string }).token;
+    expect(tokenB).not.toBe(tokenA);
+    // A, back from the dead, can neither release nor complete B's claim.
+    await releaseIdempotencyKey(t.s.db, org.id, "k", tokenA);
+    expect(await completeIdempotencyKey(t.s.db, org.id, "k", tokenA, { status: 200, headers: {}, body: "A" })).toBe(false);
+    expect(await claimIdempotencyKey(t.s.db, org.id, "k", "fp", 300)).toEqual({ kind: "in_progress" });
+    expect(await completeIdempotencyKey(t.s.db, org.id, "k", tokenB, { status: 200, headers: {}, body: "B" })).toBe(true);
+    expect(await claimIdempotencyKey(t.s.db, org.id, "k", "fp", 300)).toEqual({ kind: "replay", response: { status: 200, headers: {}, body: "B" } });
+  });
+
+  test("an answer that cannot be stored holds the key: the client gets its answer, a retry gets 409, nothing runs twice", async () => {
+    const org = await t.newOrg("hold");
+    const claim = (await claimIdempotencyKey(t.s.db, org.id, "h", "fp", 300)) as { kind: "claimed"; token: string };
+    await holdIdempotencyKey(t.s.db, org.id, "h", claim.token);
+    const [row] = await t.s.handle.query<{ held: boolean }>("SELECT locked_until >= created_at + interval '24 hours' AS held FROM idempotency_keys WHERE org_id = $1", [org.id]);
+    expect(row!.held).toBe(true);
+    expect(await claimIdempotencyKey(t.s.db, org.id, "h", "fp", 300)).toEqual({ kind: "in_progress" });
   });
 });
 
@@ -353,11 +435,42 @@ describeEachDb("paging of lists (page, page_size, X-Pagination, Link)", (driver)
     expect(periods.headers.get("x-pagination")).toBeTruthy();
     expect((await t.orgRequest("GET", "/allocation-reports/cloud_bill_by_account/periods?page_size=999")).status).toBe(400);
 
+    // Keys made in the same instant still page without a repeat or a gap (a unique tiebreaker behind created_at).
+    const org = await t.newOrg("many keys");
+    for (let i = 0; i < 6; i++) await createApiKey(t.s.db, { orgId: org.id, name: `k${i}` });
+    await t.s.handle.query("UPDATE api_keys SET created_at = '2026-01-01T00:00:00Z' WHERE org_id = $1", [org.id]);
+    const keyIds: string[] = [];
+    for (let page = 1; page <= 4; page++) {
+      const r = await t.request("GET", `/beta/v1/org/${org.id}/api-keys?page_size=2&page=${page}`, { key: org.key });
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.headers.get("x-pagination")!)).toMatchObject({ total_count: 7, total_pages: 4 });
+      keyIds.push(...((await r.json()) as any[]).map((k) => k.id));
+      if (page < 4) expect(nextLink(r)).toContain(`page=${page + 1}`);
+      else expect(nextLink(r)).toBeUndefined();
+    }
+    expect(keyIds.length).toBe(7);
+    expect(new Set(keyIds).size).toBe(7);
+
     for (const path of ["/api-keys", "/billing-connections", "/purchasing-connections", "/catalog-skus?provider=aws&page_size=5"]) {
       const r = await t.orgRequest("GET", path);
       expect(r.status).toBe(200);
       expect(JSON.parse(r.headers.get("x-pagination")!).page).toBe(1);
       expect(r.headers.get("link")).toContain('rel="first"');
     }
+  });
+});
+
+describe("Link URLs", () => {
+  test("are built under PUBLIC_URL, its path included, never from the request's host", () => {
+    const p = pageRequest({ page: 2, page_size: 10 });
+    const h = pageHeaders("http://evil.example/beta/v1/org/x/segments?provider=aws&page=2&page_size=10", "https://api.example.com/commitops/", p, 35);
+    const links = h.link!.split(", ");
+    expect(links).toEqual([
+      '<https://api.example.com/commitops/beta/v1/org/x/segments?provider=aws&page=1&page_size=10>; rel="first"',
+      '<https://api.example.com/commitops/beta/v1/org/x/segments?provider=aws&page=1&page_size=10>; rel="prev"',
+      '<https://api.example.com/commitops/beta/v1/org/x/segments?provider=aws&page=3&page_size=10>; rel="next"',
+      '<https://api.example.com/commitops/beta/v1/org/x/segments?provider=aws&page=4&page_size=10>; rel="last"',
+    ]);
+    expect(JSON.parse(h["x-pagination"]!)).toEqual({ page: 2, page_size: 10, total_count: 35, total_pages: 4 });
   });
 });

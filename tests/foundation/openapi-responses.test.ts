@@ -4,6 +4,9 @@
  * real, its answer validated (ajv, JSON Schema 2020-12 as OpenAPI 3.1 uses) against the
  * document's own schema for the status it gave. The operations come from the document: one it
  * has that this test did not call fails the test, so a new route cannot slip by undocumented.
+ * The bodies are validated with every object of the document closed (`additionalProperties:
+ * false` where it says nothing), so a field the service returns and the document lacks fails too;
+ * the headers the document names (ETag, paging, rate limit) must be what the answers carry.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -36,13 +39,51 @@ function betaOperations(doc: any): OperationKey[] {
   return out.sort();
 }
 
+/** Headers whose presence in an answer must match the document exactly (the rate limit is on in this suite). */
+const EXACT_HEADERS = ["etag", "x-pagination", "link", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"];
+/** Headers an answer carries only sometimes (a replay, an Idempotency-Key in progress): documented wherever present. */
+const OCCASIONAL_HEADERS = ["idempotency-replayed", "retry-after"];
+
+/** The operations that go through lib/http/etag.ts: `withEtag` (ETag; 304 on GET) and `expectedVersions` (If-Match → 412). */
+const ETAG_OPERATIONS = [
+  "post /commitment-plan-templates", "get /commitment-plan-templates/{template_id}", "put /commitment-plan-templates/{template_id}",
+  "post /cost-estimates", "get /cost-estimates/{estimate_id}", "patch /cost-estimates/{estimate_id}", "post /cost-estimates/{estimate_id}/line-items",
+  "get /cost-estimates/{estimate_id}/line-items/{line_item_id}", "patch /cost-estimates/{estimate_id}/line-items/{line_item_id}",
+];
+const IF_MATCH_OPERATIONS = [
+  "put /commitment-plan-templates/{template_id}", "delete /commitment-plan-templates/{template_id}", "patch /cost-estimates/{estimate_id}", "delete /cost-estimates/{estimate_id}",
+  "post /cost-estimates/{estimate_id}/line-items", "patch /cost-estimates/{estimate_id}/line-items/{line_item_id}", "delete /cost-estimates/{estimate_id}/line-items/{line_item_id}",
+];
+const IF_NONE_MATCH_OPERATIONS = ["get /commitment-plan-templates/{template_id}", "get /cost-estimates/{estimate_id}", "get /cost-estimates/{estimate_id}/line-items/{line_item_id}"];
+
+/**
+ * A copy of JSON Schemas with every object that lists `properties` and says nothing of others
+ * closed (`additionalProperties: false`): for the test's validator only, the served document
+ * stays open.
+ */
+function closed(node: any): any {
+  if (Array.isArray(node)) return node.map(closed);
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) out[k] = k === "properties" && v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([name, schema]) => [name, closed(schema)])) : closed(v);
+  if (out.properties && typeof out.properties === "object" && !("additionalProperties" in out)) out.additionalProperties = false;
+  return out;
+}
+
+const headerNames = (response: any): string[] => Object.keys(response?.headers ?? {}).map((h) => h.toLowerCase());
+const paramRefs = (op: any): string[] => (op.parameters ?? []).map((p: any) => p.$ref).filter(Boolean);
+const isArrayList = (op: any): boolean => Object.entries<any>(op.responses).some(([s, r]) => s.startsWith("2") && r.content?.["application/json"]?.schema?.type === "array");
+
 const refName = (schema: any): string | undefined => (typeof schema?.$ref === "string" ? schema.$ref.replace("#/components/schemas/", "") : undefined);
 
 describeEachDb("OpenAPI responses", (driver) => {
-  const t = useTestApp(driver, { now: () => NOW, config: { secretKey: SECRET_KEY, connectionsAllowPrivateEndpoints: true } });
+  // The rate limit is on (high enough never to refuse) so that answers carry RateLimit-*.
+  const t = useTestApp(driver, { now: () => NOW, config: { secretKey: SECRET_KEY, connectionsAllowPrivateEndpoints: true, apiRateLimitPerMinute: 1_000_000 } });
   let doc: any;
   let ajv: Ajv2020;
   const validators = new Map<string, ValidateFunction>();
+  /** The document's component schemas, closed (see `closed`). */
+  let closedSchemas: Record<string, unknown>;
   const exercised = new Set<OperationKey>();
   let aws: AwsPurchasingServer;
   /** An S3 stand-in that knows no bucket: a billing connection's test and sync fail fast (not_found). */
@@ -52,6 +93,7 @@ describeEachDb("OpenAPI responses", (driver) => {
     const r = await t.request("GET", "/openapi.json", { key: null });
     expect(r.status).toBe(200);
     doc = await r.json();
+    closedSchemas = closed(doc.components.schemas);
     ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats(ajv);
     aws = await startAwsPurchasingServer();
@@ -76,18 +118,32 @@ describeEachDb("OpenAPI responses", (driver) => {
     let v = validators.get(key);
     if (!v) {
       // The response schema refers to `#/components/schemas/…`: compiled with the document's components beside it.
-      v = ajv.compile({ ...(schema as object), components: doc.components });
+      v = ajv.compile({ ...closed(schema), components: { ...doc.components, schemas: closedSchemas } });
       validators.set(key, v);
     }
     return v;
   }
 
+  /** The answer's headers that the document must name for its status (EXACT_HEADERS both ways, OCCASIONAL_HEADERS when present). */
+  function checkHeaders(key: string, status: number, documented: any, headers: Headers): void {
+    const names = headerNames(documented);
+    for (const h of EXACT_HEADERS) expect(headers.has(h), `${key} ${status}: ${h} ${names.includes(h) ? "is documented but missing" : "is sent but not documented"}`).toBe(names.includes(h));
+    for (const h of OCCASIONAL_HEADERS) if (headers.has(h)) expect(names, `${key} ${status} sends ${h}`).toContain(h);
+    headersChecked.add(`${key} ${status}`);
+  }
+  const headersChecked = new Set<string>();
+
   /**
    * Calls one operation of the document (`template` relative to BETA, `{name}` filled from
-   * `params`), checks the status, and validates the body against the document's schema for
-   * that status and media type. Returns the parsed body (text for non-JSON).
+   * `params`), checks the status, validates the body against the document's schema for that
+   * status and media type, and checks its headers against the document's (checkHeaders).
+   * Returns the parsed body (text for non-JSON).
    */
-  async function call(method: string, template: string, opts: { params?: Record<string, string>; query?: string; body?: unknown; status?: number } = {}): Promise<any> {
+  async function call(
+    method: string,
+    template: string,
+    opts: { params?: Record<string, string>; query?: string; body?: unknown; status?: number; headers?: Record<string, string>; key?: string | null; onHeaders?: (h: Headers) => void } = {},
+  ): Promise<any> {
     const key = `${method.toLowerCase()} ${template}`;
     const op = doc.paths[`${BETA}${template}`]?.[method.toLowerCase()];
     expect(op, `${key} is in the document`).toBeDefined();
@@ -96,15 +152,17 @@ describeEachDb("OpenAPI responses", (driver) => {
       if (v === undefined) throw new Error(`no value for {${name}} of ${key}`);
       return encodeURIComponent(v);
     });
-    const r = await t.orgRequest(method, `${path}${opts.query ? `?${opts.query}` : ""}`, { body: opts.body });
+    const r = await t.orgRequest(method, `${path}${opts.query ? `?${opts.query}` : ""}`, { body: opts.body, headers: opts.headers, key: opts.key });
     const text = await r.text();
     expect(r.status, `${key}: ${text.slice(0, 500)}`).toBe(opts.status ?? 200);
     const documented = op.responses[String(r.status)];
     expect(documented, `${key} documents ${r.status}`).toBeDefined();
     exercised.add(key);
-    if (r.status === 204) {
-      expect(text, `${key} 204 has no body`).toBe("");
-      expect(documented.content, `${key} documents 204 without a body`).toBeUndefined();
+    checkHeaders(key, r.status, documented, r.headers);
+    opts.onHeaders?.(r.headers);
+    if (r.status === 204 || r.status === 304) {
+      expect(text, `${key} ${r.status} has no body`).toBe("");
+      expect(documented.content, `${key} documents ${r.status} without a body`).toBeUndefined();
       return undefined;
     }
     const mediaType = (r.headers.get("content-type") ?? "").split(";")[0]!.trim();
@@ -130,7 +188,8 @@ describeEachDb("OpenAPI responses", (driver) => {
       for (const status of success) {
         const response = op.responses[status];
         if (status === "204") {
-          expect(response, `${key} 204`).toEqual({ description: "No content" });
+          expect(response.description, `${key} 204`).toBe("No content");
+          expect(response.content, `${key} 204 has no body`).toBeUndefined();
           continue;
         }
         const schema = response.content?.["application/json"]?.schema;
@@ -193,9 +252,87 @@ describeEachDb("OpenAPI responses", (driver) => {
     expect(doc.components.schemas.AutoPurchase.properties.next_execution_date).toMatchObject({ format: "date" });
   });
 
+  test("the periods of a report document their paging and the report's filters, not year, month or format", () => {
+    const periods = doc.paths[`${BETA}/allocation-reports/{report_type}/periods`].get;
+    const query = Object.fromEntries(periods.parameters.filter((p: any) => p.in === "query").map((p: any) => [p.name, p]));
+    expect(Object.keys(query)).toEqual(expect.arrayContaining(["page", "page_size", "provider", "account_id", "billing_account_id", "service_name", "child_org_id"]));
+    for (const name of ["year", "month", "format"]) expect(query[name], name).toBeUndefined();
+    expect(query.page.schema).toMatchObject({ type: "integer", minimum: 1, default: 1 });
+    expect(query.page_size.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 500, default: 100 });
+    expect(query.provider.schema).toMatchObject({ type: "string", enum: ["aws", "azure", "gcp"] });
+    expect(query.child_org_id.schema).toMatchObject({ type: "string", format: "uuid" });
+    expect(Object.values<any>(query).every((p) => p.required === false)).toBe(true);
+    // The fetch takes the same filters (and year, month, format).
+    const fetch = doc.paths[`${BETA}/allocation-reports/{report_type}`].get;
+    const fetchQuery = fetch.parameters.filter((p: any) => p.in === "query").map((p: any) => p.name);
+    expect(fetchQuery).toEqual(["year", "month", "format", ...Object.keys(query).filter((n) => n !== "page" && n !== "page_size")]);
+  });
+
+  test("headers are documented where they apply: Idempotency-Key, If-Match/412, If-None-Match/304, ETag, paging, rate limit, Retry-After", () => {
+    const ref = (kind: "parameters" | "headers", name: string) => `#/components/${kind}/${name}`;
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header", required: false, schema: { maxLength: 255 } });
+    expect(doc.components.parameters.IfMatch).toMatchObject({ name: "If-Match", in: "header" });
+    expect(doc.components.parameters.IfNoneMatch).toMatchObject({ name: "If-None-Match", in: "header" });
+    for (const name of ["ETag", "XPagination", "Link", "RateLimitLimit", "RateLimitRemaining", "RateLimitReset", "IdempotencyReplayed", "RetryAfter"])
+      expect(doc.components.headers[name]?.schema, name).toBeObject();
+    const ops = betaOperations(doc);
+    for (const name of [...ETAG_OPERATIONS, ...IF_MATCH_OPERATIONS, ...IF_NONE_MATCH_OPERATIONS]) expect(ops, "the table names real operations").toContain(name);
+    let paged = 0;
+    for (const key of ops) {
+      const [method, path] = key.split(" ") as [string, string];
+      const op = doc.paths[`${BETA}${path}`][method];
+      const refs = paramRefs(op);
+      // Every $ref resolves.
+      for (const r of refs) expect(doc.components.parameters[r.split("/").pop()!], `${key}: ${r}`).toBeObject();
+      for (const [status, response] of Object.entries<any>(op.responses))
+        for (const [h, v] of Object.entries<any>(response.headers ?? {})) expect(doc.components.headers[v.$ref?.split("/").pop()], `${key} ${status} ${h}`).toBeObject();
+      const success = Object.keys(op.responses).filter((s) => s.startsWith("2"));
+      // Retries: every POST.
+      expect(refs.includes(ref("parameters", "IdempotencyKey")), `${key}: Idempotency-Key`).toBe(method === "post");
+      if (method === "post") {
+        for (const s of success) expect(headerNames(op.responses[s]), `${key} ${s}`).toContain("idempotency-replayed");
+        expect(headerNames(op.responses["409"]), `${key} 409`).toContain("retry-after");
+      }
+      // Concurrency: exactly the operations of lib/http/etag.ts.
+      expect(refs.includes(ref("parameters", "IfMatch")), `${key}: If-Match`).toBe(IF_MATCH_OPERATIONS.includes(key));
+      expect(op.responses["412"] !== undefined, `${key}: 412`).toBe(IF_MATCH_OPERATIONS.includes(key));
+      expect(refs.includes(ref("parameters", "IfNoneMatch")), `${key}: If-None-Match`).toBe(IF_NONE_MATCH_OPERATIONS.includes(key));
+      expect(op.responses["304"] !== undefined, `${key}: 304`).toBe(IF_NONE_MATCH_OPERATIONS.includes(key));
+      if (op.responses["304"]) {
+        expect(op.responses["304"].content, `${key} 304 has no body`).toBeUndefined();
+        expect(headerNames(op.responses["304"]), `${key} 304`).toContain("etag");
+      }
+      if (op.responses["412"]) expect(op.responses["412"].content["application/json"].schema.$ref).toBe("#/components/schemas/ErrorBody");
+      for (const s of success) expect(headerNames(op.responses[s]).includes("etag"), `${key} ${s}: ETag`).toBe(ETAG_OPERATIONS.includes(key));
+      // Paging: every list (an array body), with its page and page_size.
+      const list = method === "get" && isArrayList(op);
+      if (list) paged++;
+      for (const s of success) {
+        expect(headerNames(op.responses[s]).includes("x-pagination"), `${key} ${s}: X-Pagination`).toBe(list);
+        expect(headerNames(op.responses[s]).includes("link"), `${key} ${s}: Link`).toBe(list);
+      }
+      if (list) {
+        const query = (op.parameters ?? []).filter((p: any) => p.in === "query").map((p: any) => p.name);
+        expect(query, `${key} pages`).toEqual(expect.arrayContaining(["page", "page_size"]));
+      }
+      // Rate limit: every answer but 401 (refused before it is counted); 429 and 503 say when to retry.
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        const names = headerNames(response);
+        for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) expect(names.includes(h), `${key} ${status}: ${h}`).toBe(status !== "401");
+        if (status === "429" || status === "503") expect(names, `${key} ${status}`).toContain("retry-after");
+      }
+    }
+    expect(paged).toBeGreaterThanOrEqual(14);
+    expect(isArrayList(doc.paths[`${BETA}/allocation-reports/{report_type}/periods`].get)).toBe(true);
+  });
+
   test("every operation of the document answers as documented", async () => {
     const org = await call("GET", "");
     expect(org.id).toBe(t.org.id);
+    // The validator has teeth: a field the document does not name is refused, deep inside too.
+    const orgSchema = doc.paths[BETA].get.responses["200"].content["application/json"].schema;
+    expect(validatorOf(orgSchema)({ ...org, undocumented: 1 })).toBe(false);
+    expect(validatorOf({ $ref: "#/components/schemas/ErrorBody" })({ error: "Not Found", message: "x", errors: {}, timestamp: "2026-06-10T12:00:00Z", type: "not_found", extra: true })).toBe(false);
 
     // API keys
     const key = await call("POST", "/api-keys", { body: { name: "openapi check", scopes: ["reports:read"] } });
@@ -205,10 +342,26 @@ describeEachDb("OpenAPI responses", (driver) => {
     // Catalog and cost estimates
     const sku = await seedPublicCatalog(t.s);
     expect((await call("GET", "/catalog-skus", { query: "provider=aws&q=m5.large" })).length).toBeGreaterThan(0);
-    const estimate = await call("POST", "/cost-estimates", { body: { provider: "aws", line_items: [line(sku.awsC5Win, { quantity: 2 }), line(sku.awsM5, { quantity: 3, label: "web" })] } });
+    const estimateBody = { provider: "aws", line_items: [line(sku.awsC5Win, { quantity: 2 }), line(sku.awsM5, { quantity: 3, label: "web" })] };
+    const retry = { "idempotency-key": "openapi-create-estimate" };
+    const estimate = await call("POST", "/cost-estimates", { body: estimateBody, headers: retry });
     expect(estimate.name).toBe("Untitled estimate");
+    // A retry with the same Idempotency-Key replays the first answer, as documented.
+    let replayed = null as string | null;
+    expect((await call("POST", "/cost-estimates", { body: estimateBody, headers: retry, onHeaders: (h) => (replayed = h.get("idempotency-replayed")) })).id).toBe(estimate.id);
+    expect(replayed).toBe("true");
+    // Conditional requests: 304 for the ETag held, 412 for a stale one.
+    let etag = "";
+    await call("GET", "/cost-estimates/{estimate_id}", { params: { estimate_id: estimate.id }, onHeaders: (h) => (etag = h.get("etag")!) });
+    await call("GET", "/cost-estimates/{estimate_id}", { params: { estimate_id: estimate.id }, headers: { "if-none-match": etag }, status: 304 });
+    await call("PATCH", "/cost-estimates/{estimate_id}", { params: { estimate_id: estimate.id }, body: { name: "Stale" }, headers: { "if-match": '"999-stale"' }, status: 412 });
+    await call("POST", "/cost-estimates/{estimate_id}/line-items", { params: { estimate_id: estimate.id }, body: { line_items: [line(sku.awsM5, { quantity: 1 })] }, headers: { "if-match": '"999-stale"' }, status: 412 });
+    // No credential: refused before it is counted (no RateLimit-*).
+    await call("GET", "/cost-estimates/{estimate_id}", { params: { estimate_id: estimate.id }, key: null, status: 401 });
     const [first, second] = estimate.line_items;
-    const single = await call("GET", "/cost-estimates/{estimate_id}/line-items/{line_item_id}", { params: { estimate_id: estimate.id, line_item_id: first.id } });
+    let lineTag = "";
+    const single = await call("GET", "/cost-estimates/{estimate_id}/line-items/{line_item_id}", { params: { estimate_id: estimate.id, line_item_id: first.id }, onHeaders: (h) => (lineTag = h.get("etag")!) });
+    await call("GET", "/cost-estimates/{estimate_id}/line-items/{line_item_id}", { params: { estimate_id: estimate.id, line_item_id: first.id }, headers: { "if-none-match": lineTag }, status: 304 });
     expect(single.pricing.commitment_options.length).toBeGreaterThan(0);
     const patchedLine = await call("PATCH", "/cost-estimates/{estimate_id}/line-items/{line_item_id}", {
       params: { estimate_id: estimate.id, line_item_id: first.id },
@@ -243,7 +396,7 @@ describeEachDb("OpenAPI responses", (driver) => {
     const reports = await call("GET", "/allocation-reports");
     expect(reports.length).toBeGreaterThan(5);
     for (const report of reports) {
-      const periods = await call("GET", "/allocation-reports/{report_type}/periods", { params: { report_type: report.report_type } });
+      const periods = await call("GET", "/allocation-reports/{report_type}/periods", { params: { report_type: report.report_type }, query: "page=1&page_size=500&provider=aws" });
       const month = periods.find((p: any) => p.year === 2026 && p.month === 5) ?? periods[0];
       if (!month) continue;
       const rows = await call("GET", "/allocation-reports/{report_type}", { params: { report_type: report.report_type }, query: `year=${month.year}&month=${month.month}` });
@@ -299,7 +452,10 @@ describeEachDb("OpenAPI responses", (driver) => {
     const rejectMe = await call("POST", "/commitment-plan-templates", { body: template("Rejected nightly") });
     const listed = await call("GET", "/commitment-plan-templates", { query: "provider=aws" });
     expect(listed.some((x: any) => x.is_system_generated)).toBe(true);
-    await call("GET", "/commitment-plan-templates/{template_id}", { params: { template_id: approveMe.id } });
+    let templateTag = "";
+    await call("GET", "/commitment-plan-templates/{template_id}", { params: { template_id: approveMe.id }, onHeaders: (h) => (templateTag = h.get("etag")!) });
+    await call("GET", "/commitment-plan-templates/{template_id}", { params: { template_id: approveMe.id }, headers: { "if-none-match": templateTag }, status: 304 });
+    await call("PUT", "/commitment-plan-templates/{template_id}", { params: { template_id: approveMe.id }, body: { description: "stale" }, headers: { "if-match": '"999-stale"' }, status: 412 });
     await call("PUT", "/commitment-plan-templates/{template_id}", { params: { template_id: approveMe.id }, body: { description: "approved by the OpenAPI test" } });
     const doomed = await call("POST", "/commitment-plan-templates", { body: { ...template("Deleted"), auto_purchase: null } });
     await call("DELETE", "/commitment-plan-templates/{template_id}", { params: { template_id: doomed.id }, status: 204 });
@@ -331,5 +487,9 @@ describeEachDb("OpenAPI responses", (driver) => {
   test("no operation of the document was left out", () => {
     const missing = betaOperations(doc).filter((k) => !exercised.has(k));
     expect(missing, "operations of /openapi.json this test does not call: add them to the test above").toEqual([]);
+    // The conditional answers and the paged lists were among the answers whose headers were checked.
+    for (const key of IF_NONE_MATCH_OPERATIONS) expect(headersChecked, `${key} 304`).toContain(`${key} 304`);
+    for (const key of ["patch /cost-estimates/{estimate_id}", "post /cost-estimates/{estimate_id}/line-items", "put /commitment-plan-templates/{template_id}"]) expect(headersChecked).toContain(`${key} 412`);
+    expect(headersChecked).toContain("get /allocation-reports/{report_type}/periods 200");
   });
 });

@@ -17,6 +17,8 @@ export const idempotencyKeys = pgTable(
     fingerprint: text("fingerprint").notNull(),
     status: text("status", { enum: ["in_progress", "completed"] }).notNull(),
     lockedUntil: timestamp("locked_until", { withTimezone: true }).notNull(),
+    /** Who holds the claim now: only that request may complete or release it (a taken-over claim is not the old holder's). */
+    claimToken: text("claim_token"),
     responseStatus: integer("response_status"),
     responseHeaders: jsonb("response_headers"),
     /** The answer's body sealed under the client's key (AES-256-GCM): it may hold a secret shown once. */

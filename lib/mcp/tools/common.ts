@@ -9,6 +9,7 @@ import type { Scope } from "../../auth/scopes.ts";
 import { ValidationError } from "../../errors.ts";
 import { classifyError } from "../../http/classifyError.ts";
 import { errorForLog } from "../../log.ts";
+import { rate6 } from "../../pricing/display.ts";
 import type { Services } from "../../services.ts";
 
 export interface ToolContext {
@@ -42,8 +43,8 @@ export function defineTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(def
 
 /** Money in the billing currency, rounded to cents only here, at the edge. */
 export { cents, centsOrNull } from "../../pricing/index.ts";
-/** Ratios (coverage, utilization, error rates) to 4 decimals. */
-export const ratio = (v: number | null | undefined): number | null => (v === null || v === undefined || !Number.isFinite(v) ? null : Math.round(v * 10000) / 10000);
+/** Ratios (coverage, utilization, error rates) to 6 decimals, as rates everywhere at the edge (DESIGN §12). */
+export const ratio = (v: number | null | undefined): number | null => (v === null || v === undefined || !Number.isFinite(v) ? null : rate6(v));
 
 export const providerEnum = z.enum(["aws", "azure", "gcp"]);
 export const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a date YYYY-MM-DD");

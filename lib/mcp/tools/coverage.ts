@@ -1,7 +1,8 @@
 /** Coverage and utilization of commitments, from the FOCUS billing data (lib/billing). */
 import * as z from "zod";
 import { coverageAndUtilization, type CoverageUtilizationRow } from "../../billing/queries.ts";
-import { cents, defineTool, providerEnum, ratio, resolveWindow, windowInput, windowOutput } from "./common.ts";
+import { fromCents, toCents } from "../../pricing/display.ts";
+import { defineTool, providerEnum, ratio, resolveWindow, windowInput, windowOutput } from "./common.ts";
 
 const coverageRow = z.object({
   key: z.string().nullable(),
@@ -15,27 +16,52 @@ const coverageRow = z.object({
   savings: z.number(),
 });
 
-function totalsOf(rows: CoverageUtilizationRow[]) {
-  const used = rows.reduce((a, r) => a + r.used_cost, 0);
-  const unused = rows.reduce((a, r) => a + r.unused_cost, 0);
-  const covered = rows.reduce((a, r) => a + r.covered_ondemand_cost, 0);
-  const uncovered = rows.reduce((a, r) => a + r.uncovered_ondemand_cost, 0);
+/**
+ * Money as shown (cents) and the ratios derived from those shown parts: utilization = used ÷
+ * (used + unused), coverage = covered ÷ (covered + uncovered), null when the denominator shows 0.
+ */
+function shownFigures(c: { used: number; unused: number; covered: number; uncovered: number; savings: number }) {
   return {
-    used_cost: cents(used),
-    unused_cost: cents(unused),
-    utilization: ratio(used + unused !== 0 ? used / (used + unused) : null),
-    covered_ondemand_cost: cents(covered),
-    uncovered_ondemand_cost: cents(uncovered),
-    coverage: ratio(covered + uncovered !== 0 ? covered / (covered + uncovered) : null),
-    savings: cents(rows.reduce((a, r) => a + r.savings, 0)),
+    used_cost: fromCents(c.used),
+    unused_cost: fromCents(c.unused),
+    utilization: c.used + c.unused !== 0 ? ratio(c.used / (c.used + c.unused)) : null,
+    covered_ondemand_cost: fromCents(c.covered),
+    uncovered_ondemand_cost: fromCents(c.uncovered),
+    coverage: c.covered + c.uncovered !== 0 ? ratio(c.covered / (c.covered + c.uncovered)) : null,
+    savings: fromCents(c.savings),
   };
+}
+
+const centsOf = (r: CoverageUtilizationRow) => ({
+  used: toCents(r.used_cost),
+  unused: toCents(r.unused_cost),
+  covered: toCents(r.covered_ondemand_cost),
+  uncovered: toCents(r.uncovered_ondemand_cost),
+  savings: toCents(r.savings),
+});
+
+/** One row as shown. */
+const rowView = (r: CoverageUtilizationRow) => ({ key: r.key, provider: r.provider, ...shownFigures(centsOf(r)) });
+
+/** Totals: the sums of the rows as shown (in integer cents), ratios derived from those sums. */
+function totalsOf(rows: CoverageUtilizationRow[]) {
+  const t = { used: 0, unused: 0, covered: 0, uncovered: 0, savings: 0 };
+  for (const r of rows) {
+    const c = centsOf(r);
+    t.used += c.used;
+    t.unused += c.unused;
+    t.covered += c.covered;
+    t.uncovered += c.uncovered;
+    t.savings += c.savings;
+  }
+  return shownFigures(t);
 }
 
 export const coverageUtilizationTool = defineTool({
   name: "get_coverage_and_utilization",
   title: "Commitment coverage and utilization",
   description:
-    "Commitment coverage (share of eligible on-demand-equivalent usage covered by commitments) and utilization (used ÷ (used + unused) commitment cost), with savings, for a window of days, grouped by month (`period`), linked account, service or commitment. Ratios are 0-1; money is in the billing currency. Eligible usage = on-demand usage of services that commitments covered in the window.",
+    "Commitment coverage (share of eligible on-demand-equivalent usage covered by commitments) and utilization (used ÷ (used + unused) commitment cost), with savings, for a window of days, grouped by month (`period`), linked account, service or commitment. Ratios are 0-1 (6 decimals), derived from the money shown beside them; money is in the billing currency, rounded to cents. The totals cover all of the window's usage, whatever the grouping: they are the sums of its monthly rows as group_by=period shows them (grouped by commitment, the rows leave out uncovered usage; the totals do not). Eligible usage = on-demand usage of services that commitments covered in the window.",
   scopes: [],
   input: {
     group_by: z.enum(["period", "account", "service", "commitment"]).default("period").describe("period = calendar month (YYYY-MM); account; service; commitment (provider commitment id)."),
@@ -60,17 +86,7 @@ export const coverageUtilizationTool = defineTool({
         window: { start_date: w.start_date, end_date: w.end_date },
         group_by: a.group_by,
         totals,
-        rows: rows.map((r) => ({
-          key: r.key,
-          provider: r.provider,
-          used_cost: cents(r.used_cost),
-          unused_cost: cents(r.unused_cost),
-          utilization: ratio(r.utilization),
-          covered_ondemand_cost: cents(r.covered_ondemand_cost),
-          uncovered_ondemand_cost: cents(r.uncovered_ondemand_cost),
-          coverage: ratio(r.coverage),
-          savings: cents(r.savings),
-        })),
+        rows: rows.map(rowView),
       },
       summary:
         totalRows.length === 0

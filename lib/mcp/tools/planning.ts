@@ -8,6 +8,8 @@ import { generatePlan, type GeneratedPlan } from "../../planning/generate.ts";
 import { getSegment } from "../../segments/service.ts";
 import { getTemplate, listTemplates, type TemplateView } from "../../templates/service.ts";
 import { queryRows } from "../../billing/sql.ts";
+import { shownItemMoneyOf } from "../../planning/plans.ts";
+import { planTotals, rate6 } from "../../pricing/display.ts";
 import { cents, defineTool, providerEnum, ratio, type ToolContext } from "./common.ts";
 
 const planItem = z.object({
@@ -33,26 +35,29 @@ const planOut = z.object({
   items: z.array(planItem),
 });
 
+/** A generated plan as shown: items rounded (money to cents, amounts and ratios to 6 decimals), totals summed from the shown items. */
 function planView(t: TemplateView, p: GeneratedPlan) {
+  const items = p.sizing.items.map((i) => ({
+    group_key: i.groupKey,
+    region: i.region,
+    instance_type: i.instanceType,
+    commitment_type: i.quote.commitmentType,
+    contract_term: i.quote.contractTerm,
+    payment_option: i.quote.paymentOption,
+    amount: rate6(i.amount),
+    upfront_cost: cents(i.upfrontCost),
+    monthly_cost: cents(i.monthlyCost),
+    monthly_net_savings: cents(i.monthlyNetSavings),
+    expected_coverage: ratio(Math.min(1, i.expectedCoverage)),
+    expected_utilization: ratio(Math.min(1, i.expectedUtilization)),
+  }));
+  const totals = planTotals(items);
   return {
     template: { id: t.id, name: t.name, is_system_generated: t.is_system_generated, provider: t.provider, segment_id: t.segment_id },
     usage_window: { from: p.usageFrom.toISOString(), to: p.usageTo.toISOString(), lookback_days: t.configuration.lookback_days },
     groups_analyzed: p.groupCount,
-    totals: { upfront_cost: cents(p.sizing.totalUpfront), monthly_cost: cents(p.sizing.monthlyCost), monthly_net_savings: cents(p.sizing.monthlyNetSavings) },
-    items: p.sizing.items.map((i) => ({
-      group_key: i.groupKey,
-      region: i.region,
-      instance_type: i.instanceType,
-      commitment_type: i.quote.commitmentType,
-      contract_term: i.quote.contractTerm,
-      payment_option: i.quote.paymentOption,
-      amount: Math.round(i.amount * 10000) / 10000,
-      upfront_cost: cents(i.upfrontCost),
-      monthly_cost: cents(i.monthlyCost),
-      monthly_net_savings: cents(i.monthlyNetSavings),
-      expected_coverage: ratio(Math.min(1, i.expectedCoverage)),
-      expected_utilization: ratio(Math.min(1, i.expectedUtilization)),
-    })),
+    totals: { upfront_cost: totals.total_upfront_cost, monthly_cost: totals.monthly_cost, monthly_net_savings: totals.monthly_net_savings },
+    items,
   };
 }
 
@@ -65,7 +70,7 @@ export const recommendationsTool = defineTool({
   name: "get_recommendations",
   title: "Commitment purchase recommendations",
   description:
-    "The three built-in commitment plans for a provider, generated now from the recent usage: Recommended (insured, 30-day lock-in, no upfront: lowest risk), Balanced (1-year, no upfront) and High Savings (3-year, upfront). Each lists what to buy per commitment group with its upfront cost, monthly cost, monthly net savings and expected coverage/utilization. Nothing is stored or purchased.",
+    "The three built-in commitment plans for a provider, generated now from the recent usage: Recommended (insured, 30-day lock-in, no upfront: lowest risk), Balanced (1-year, no upfront) and High Savings (3-year, upfront). Each lists what to buy per commitment group with its upfront cost, monthly cost, monthly net savings and expected coverage/utilization. Money is rounded to cents and amounts/ratios to 6 decimals; a plan's totals are the sums of its items as shown. Nothing is stored or purchased.",
   scopes: ["templates:read"],
   input: {
     provider: providerEnum.describe("Cloud provider to plan for."),
@@ -176,9 +181,10 @@ export const priceEstimateTool = defineTool({
 });
 
 /**
- * Stored plans (scheduled runs, `plans generate`). lib/planning has no read service for them
- * (docs/features/planning.md: "MCP tools may read commitment_plans"), so this one query lives
- * here; it only reads, scoped to the org.
+ * Stored plans (scheduled runs, `plans generate`): the latest per template. lib/planning's read
+ * service pages every plan, not the latest per template, so this one query lives here; it only
+ * reads, scoped to the org. The totals come from the items (lib/planning/plans.ts
+ * `shownItemMoneyOf` + `planTotals`), as REST /commitment-plans shows them.
  */
 async function latestStoredPlans(ctx: ToolContext, provider: string | undefined, systemOnly: boolean) {
   const params: unknown[] = [ctx.orgId];
@@ -188,8 +194,7 @@ async function latestStoredPlans(ctx: ToolContext, provider: string | undefined,
   return queryRows<any>(
     ctx.s.db,
     `SELECT DISTINCT ON (p.template_id) p.id, p.provider, p.template_id, t.name AS template_name, t.is_system_generated, p.execution_date::text AS execution_date, p.status, p.status_reason,
-       p.total_upfront_cost, p.monthly_cost, p.monthly_net_savings, p.created_at,
-       (SELECT count(*) FROM commitment_plan_items i WHERE i.plan_id = p.id)::int AS item_count
+       p.created_at
      FROM commitment_plans p JOIN commitment_plan_templates t ON t.id = p.template_id AND t.org_id = p.org_id
      WHERE ${where.join(" AND ")}
      ORDER BY p.template_id, p.created_at DESC, p.id`,
@@ -201,7 +206,7 @@ export const storedPlansTool = defineTool({
   name: "list_latest_plans",
   title: "Latest stored plans per template",
   description:
-    "The most recent stored plan of each template (by default only the built-in Recommended, Balanced and High Savings), as generated by an auto-purchase schedule or on request: status (generated, purchased, not_purchased) and why, execution date, upfront, monthly cost and net savings. Use get_recommendations for plans computed now.",
+    "The most recent stored plan of each template (by default only the built-in Recommended, Balanced and High Savings), as generated by an auto-purchase schedule or on request: status (generated, purchased, not_purchased) and why, execution date, upfront, monthly cost and net savings (in cents: the sums of the plan's items as shown, the same numbers as GET /commitment-plans). Use get_recommendations for plans computed now.",
   scopes: ["templates:read"],
   input: {
     provider: providerEnum.optional().describe("Only this cloud provider."),
@@ -228,8 +233,11 @@ export const storedPlansTool = defineTool({
   },
   async run(ctx, a) {
     const rows = await latestStoredPlans(ctx, a.provider, a.system_templates_only);
+    // Totals as REST /commitment-plans shows them: the sums of the items' shown cents.
+    const money = await shownItemMoneyOf(ctx.s.db, ctx.orgId, rows.map((r) => r.id));
     const plans = rows
-      .map((r) => ({
+      .map((r) => ({ r, items: money.get(r.id) ?? [] }))
+      .map(({ r, items }) => ({
         plan_id: r.id,
         provider: r.provider,
         template_id: r.template_id,
@@ -238,10 +246,8 @@ export const storedPlansTool = defineTool({
         execution_date: r.execution_date ?? null,
         status: r.status,
         status_reason: r.status_reason,
-        total_upfront_cost: cents(Number(r.total_upfront_cost)),
-        monthly_cost: cents(Number(r.monthly_cost)),
-        monthly_net_savings: cents(Number(r.monthly_net_savings)),
-        item_count: Number(r.item_count),
+        ...planTotals(items),
+        item_count: items.length,
         created_at: new Date(r.created_at).toISOString(),
       }))
       .sort((x, y) => y.created_at.localeCompare(x.created_at));

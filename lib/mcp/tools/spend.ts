@@ -2,6 +2,7 @@
 import * as z from "zod";
 import { spendBy, type SpendRow } from "../../billing/queries.ts";
 import { addDaysIso, FORECAST_METHOD, forecastSpend } from "../forecast.ts";
+import { fromCents, rate6, sumCents, toCents } from "../../pricing/display.ts";
 import { cents, defineTool, providerEnum, ratio, resolveWindow, windowInput, windowOutput, ymd } from "./common.ts";
 
 const DAY = 86_400_000;
@@ -16,21 +17,31 @@ const spendRow = z.object({
   other_cost: z.number(),
 });
 
-const roundRow = (r: SpendRow) => ({
-  key: r.key,
-  provider: r.provider,
-  billed_cost: cents(r.billed_cost),
-  effective_cost: cents(r.effective_cost),
-  ondemand_cost: cents(r.ondemand_cost),
-  commitment_cost: cents(r.commitment_cost),
-  other_cost: cents(r.other_cost),
-});
+/**
+ * A row as shown: each part in cents, and the effective cost derived from the shown parts
+ * (on-demand + commitment + other: the three split every effective-cost row), so the row adds up.
+ */
+const roundRow = (r: SpendRow) => {
+  const ondemand = toCents(r.ondemand_cost);
+  const commitment = toCents(r.commitment_cost);
+  const other = toCents(r.other_cost);
+  return {
+    key: r.key,
+    provider: r.provider,
+    billed_cost: cents(r.billed_cost),
+    effective_cost: fromCents(ondemand + commitment + other),
+    ondemand_cost: fromCents(ondemand),
+    commitment_cost: fromCents(commitment),
+    other_cost: fromCents(other),
+  };
+};
+type ShownSpendRow = ReturnType<typeof roundRow>;
 
 export const spendTool = defineTool({
   name: "get_spend",
   title: "Cloud spend",
   description:
-    "Cloud spend for a window of days grouped by month, day, linked account or service (per provider): billed cost (invoice view, upfront purchases when paid), effective cost (amortized: what the usage really cost), and the split into on-demand, commitment and other (tax, credits, adjustments) effective cost. Money is in the billing currency.",
+    "Cloud spend for a window of days grouped by month, day, linked account or service (per provider): billed cost (invoice view, upfront purchases when paid), effective cost (amortized: what the usage really cost), and the split into on-demand, commitment and other (tax, credits, adjustments) effective cost. Money is in the billing currency, rounded to cents; a row's effective cost is the sum of its on-demand, commitment and other cost as shown, and the totals are the sums of every row of the window (all total_rows, also those left out by the limit).",
   scopes: [],
   input: {
     group_by: z.enum(["month", "day", "account", "service"]).default("month").describe("Dimension of the rows."),
@@ -49,17 +60,18 @@ export const spendTool = defineTool({
   async run(ctx, a) {
     const w = resolveWindow(ctx.now, a);
     const rows = await spendBy(ctx.s.db, ctx.orgId, { provider: a.provider, from: w.from, to: w.to, groupBy: a.group_by });
-    const sum = (k: keyof SpendRow) => cents(rows.reduce((acc, r) => acc + (r[k] as number), 0));
+    const shown = rows.map(roundRow);
+    // Totals: the sums of every row as shown (all of them, not only those kept under the limit).
+    const sum = (k: Exclude<keyof ShownSpendRow, "key" | "provider">) => sumCents(shown.map((r) => r[k]));
     const totals = { billed_cost: sum("billed_cost"), effective_cost: sum("effective_cost"), ondemand_cost: sum("ondemand_cost"), commitment_cost: sum("commitment_cost"), other_cost: sum("other_cost") };
     // Over the limit: the largest accounts/services, or the most recent months/days.
-    const out = (
+    const out =
       a.group_by === "account" || a.group_by === "service"
-        ? [...rows].sort((x, y) => y.effective_cost - x.effective_cost).slice(0, a.limit)
-        : [...rows]
+        ? [...shown].sort((x, y) => y.effective_cost - x.effective_cost).slice(0, a.limit)
+        : [...shown]
             .sort((x, y) => (y.key ?? "").localeCompare(x.key ?? "") || x.provider.localeCompare(y.provider))
             .slice(0, a.limit)
-            .sort((x, y) => x.provider.localeCompare(y.provider) || (x.key ?? "").localeCompare(y.key ?? ""))
-    ).map(roundRow);
+            .sort((x, y) => x.provider.localeCompare(y.provider) || (x.key ?? "").localeCompare(y.key ?? ""));
     return {
       structured: { window: { start_date: w.start_date, end_date: w.end_date }, group_by: a.group_by, totals, total_rows: rows.length, truncated: out.length < rows.length, rows: out },
       summary: `Effective (amortized) spend ${totals.effective_cost}, billed ${totals.billed_cost}, between ${w.start_date} and ${w.end_date} (${rows.length} row(s) by ${a.group_by}).`,
@@ -104,10 +116,18 @@ export const forecastTool = defineTool({
       const monthEndDay = ymd(new Date(Date.UTC(ctx.now.getUTCFullYear(), ctx.now.getUTCMonth() + 1, 0)));
       const actual = history.filter((p) => p.date.startsWith(month)).reduce((acc, p) => acc + p.value, 0);
       const remainingDays = Math.round((Date.parse(`${monthEndDay}T00:00:00Z`) - Date.parse(`${last}T00:00:00Z`)) / DAY);
-      const remaining = remainingDays > 0 ? (remainingDays <= f.daily.length ? f.daily.slice(0, remainingDays) : forecastSpend(history, remainingDays).daily).filter((p) => p.date.startsWith(month)).reduce((acc, p) => acc + p.value, 0) : 0;
-      monthEnd = { month, actual_to_date: cents(actual), forecast_remaining: cents(remaining), projected_total: cents(actual + remaining) };
+      const remainingDaily = remainingDays > 0 ? (remainingDays <= f.daily.length ? f.daily.slice(0, remainingDays) : forecastSpend(history, remainingDays).daily).filter((p) => p.date.startsWith(month)) : [];
+      // The remaining forecast sums its days in cents (the shown daily values, within the
+      // horizon); the projection is the sum of the two parts as shown.
+      const remaining = sumCents(remainingDaily.map((p) => p.value));
+      monthEnd = { month, actual_to_date: cents(actual), forecast_remaining: remaining, projected_total: fromCents(toCents(actual) + toCents(remaining)) };
     }
     const bt = f.backtest;
+    // The forecast total is the sum of the shown daily values; its 80% interval is that total ± the
+    // interval's half-width in cents (the low end never below zero).
+    const daily = f.daily.map((p) => ({ date: p.date, value: cents(p.value) }));
+    const total = toCents(sumCents(daily.map((p) => p.value)));
+    const half = toCents(f.total_high - f.total);
     return {
       structured: {
         method: FORECAST_METHOD,
@@ -116,17 +136,17 @@ export const forecastTool = defineTool({
         forecast: {
           start_date: last ? addDaysIso(last, 1) : null,
           days: a.horizon_days,
-          total: cents(f.total),
-          total_low_80: cents(f.total_low),
-          total_high_80: cents(f.total_high),
-          trend_per_day: Math.round(f.model.slope * 10000) / 10000,
-          daily: f.daily.map((p) => ({ date: p.date, value: cents(p.value) })),
+          total: fromCents(total),
+          total_low_80: fromCents(Math.max(0, total - half)),
+          total_high_80: fromCents(total + half),
+          trend_per_day: rate6(f.model.slope),
+          daily,
         },
         month_end: monthEnd,
         backtest: bt ? { holdout_days: bt.holdout_days, wape: ratio(bt.wape), mape: ratio(bt.mape), total_error: ratio(bt.total_error), baseline_wape: ratio(bt.baseline_wape) } : null,
       },
       summary: last
-        ? `Forecast ${cents(f.total)} over the next ${a.horizon_days} days (80%: ${cents(f.total_low)}-${cents(f.total_high)})${bt?.wape != null ? `; back-test error (WAPE) ${(bt.wape * 100).toFixed(1)}% over the last ${bt.holdout_days} days` : ""}.`
+        ? `Forecast ${fromCents(total)} over the next ${a.horizon_days} days (80%: ${fromCents(Math.max(0, total - half))}-${fromCents(total + half)})${bt?.wape != null ? `; back-test error (WAPE) ${(bt.wape * 100).toFixed(1)}% over the last ${bt.holdout_days} days` : ""}.`
         : "No billing data in the history window: nothing to forecast from.",
     };
   },

@@ -3,7 +3,7 @@ import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts
 import { PageQueryFields, pageOfArray, pageRequest, sendPage, pageQueryOf } from "../../../../../../lib/http/paging.ts";
 import { listReportDescriptors, openReport, parseReportQuery, reportDownload, reportPeriods, resolveReport } from "../../../../../../lib/reports/service.ts";
 import { servedAlsoAs } from "../../../../../../lib/http/openapiComponents.ts";
-import { ALLOCATION_REPORT_CSV, AllocationReport, AllocationReportDescriptor, ReportPeriod, ReportQuery } from "./model.ts";
+import { ALLOCATION_REPORT_CSV, AllocationReport, AllocationReportDescriptor, PeriodsQuery, ReportPeriod, ReportQuery } from "./model.ts";
 
 const tags = ["Allocation reports"];
 const security = [{ bearer: [] }];
@@ -49,6 +49,6 @@ export default defineRoutes((s, prefix) =>
         const p = pageRequest(pageQueryOf({ page, page_size }));
         return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await reportPeriods(s.db, principal.orgId, def, q, s.now()), p));
       },
-      { scope: "reports:read", params: TypeParams, response: { 200: t.Array(ReportPeriod) }, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
+      { scope: "reports:read", params: TypeParams, query: PeriodsQuery, response: { 200: t.Array(ReportPeriod) }, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
     ),
 );

@@ -1,8 +1,10 @@
 import { t } from "elysia";
-import { Kind, Type, TypeRegistry } from "@sinclair/typebox";
+import { Kind, Type, TypeRegistry, type TOptional, type TUnsafe } from "@sinclair/typebox";
 import { component, requiredParam } from "../../../../../../lib/http/openapiComponents.ts";
 import { NullableTextEnum, TextEnum } from "../../../../../../lib/http/text.ts";
 import { PROVIDERS } from "../../../../../../lib/providers.ts";
+import { REPORTS } from "../../../../../../lib/reports/catalog.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../../../../../lib/http/paging.ts";
 
 /**
  * A query param published with its real type but checked by lib/reports against the report's
@@ -13,14 +15,47 @@ const CHECKED_BY_REPORT = "ReportQueryParam";
 if (!TypeRegistry.Has(CHECKED_BY_REPORT)) TypeRegistry.Set(CHECKED_BY_REPORT, () => true);
 const reportParam = <T>(schema: Record<string, unknown>) => Type.Unsafe<T>({ ...schema, [Kind]: CHECKED_BY_REPORT });
 
+/**
+ * The report filters beyond `provider` (account_id, service_name, …): every param of the
+ * catalog's reports, each naming the reports that take it (another report answers 400).
+ */
+const REPORT_FILTERS = (() => {
+  const out: Record<string, TOptional<TUnsafe<string>>> = {};
+  const names = [...new Set(REPORTS.flatMap((r) => r.params.map((p) => p.name)))].filter((n) => n !== "provider");
+  for (const name of names) {
+    const takers = REPORTS.filter((r) => r.params.some((p) => p.name === name));
+    const p = takers[0]!.params.find((x) => x.name === name)!;
+    const description = `${p.description} Only for ${takers.map((r) => r.report_type).join(", ")}.`;
+    out[name] = t.Optional(reportParam<string>({ type: "string", minLength: 1, maxLength: 512, ...(p.format ? { format: p.format } : {}), ...(p.enum ? { enum: [...p.enum] } : {}), description }));
+  }
+  return out;
+})();
+
+const PROVIDER_PARAM = () => t.Optional(reportParam<string>({ type: "string", enum: [...PROVIDERS], description: "Only this provider" }));
+
 export const ReportQuery = t.Object(
   {
     year: t.Optional(reportParam<number>(requiredParam({ type: "integer", minimum: 1970, maximum: 9999, description: "Calendar year, e.g. 2026" }))),
     month: t.Optional(reportParam<number>(requiredParam({ type: "integer", minimum: 1, maximum: 12, description: "Calendar month 1–12" }))),
     format: t.Optional(reportParam<"json" | "csv">({ type: "string", enum: ["json", "csv"], default: "json", description: "`csv` for a CSV download (text/csv)" })),
-    provider: t.Optional(reportParam<string>({ type: "string", enum: [...PROVIDERS], description: "Only this provider" })),
+    provider: PROVIDER_PARAM(),
+    ...REPORT_FILTERS,
   },
-  { additionalProperties: true, description: "Plus the report's own params from its descriptor (account_id, service_name, …)" },
+  { additionalProperties: true, description: "The report's params as its descriptor lists them; another one answers 400" },
+);
+
+/**
+ * The query of a report's periods: its filters (no year, month or format: 400) and the paging
+ * of every list, all checked by the route (`pageQueryOf`, then the report's descriptor).
+ */
+export const PeriodsQuery = t.Object(
+  {
+    page: t.Optional(reportParam<number>({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1, description: "Page number, from 1" })),
+    page_size: t.Optional(reportParam<number>({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Rows per page (1–${MAX_PAGE_SIZE})` })),
+    provider: PROVIDER_PARAM(),
+    ...REPORT_FILTERS,
+  },
+  { additionalProperties: true, description: "The report's filters as its descriptor lists them (year, month and format answer 400 here), and the page" },
 );
 
 // Responses (DESIGN §12).
