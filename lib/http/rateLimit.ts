@@ -51,11 +51,12 @@ export class RateLimiter {
 /**
  * When the sliding estimate (previous window's count, weighted by what is left of it, plus this
  * window's count) next drops below the limit: later in this window as the previous one fades
- * out, else in the next window as this one does. Whole seconds, at least 1.
+ * out, else in the next window as this one does. Whole seconds, at least 1, never early.
  */
 function secondsUntilAllowed(limit: number, w: { count: number; previous: number }, minute: number, t: number): number {
   let at: number;
   if (w.count < limit && w.previous > 0) at = minute + 60_000 * (1 - (limit - w.count) / w.previous);
   else at = minute + 60_000 + 60_000 * Math.max(0, 1 - limit / Math.max(w.count, 1));
-  return Math.max(1, Math.ceil((at - t) / 1000));
+  // At `at` itself the estimate equals the limit (still refused): the first whole second after it.
+  return Math.max(1, Math.floor((at - t) / 1000) + 1);
 }
