@@ -77,8 +77,21 @@ export function pageHeaders(requestUrl: string, publicUrl: string, p: PageReques
   };
 }
 
-/** Sets the paging headers on the response and returns the page's rows (the spec's array body). */
-export function sendPage<T>(ctx: { request: Request; set: { headers: Record<string, unknown> } }, publicUrl: string, p: PageRequest, page: Page<T>): T[] {
+/** What a list route hands to `pagedList`: its request, response headers and validated paging fields. */
+export interface ListContext {
+  request: Request;
+  set: { headers: Record<string, unknown> };
+  query: { page?: number; page_size?: number };
+}
+
+/**
+ * The answer of a paged list route: `load` reads the page the query asks for (SQL OFFSET/LIMIT,
+ * or `pageOfArray` for a list small by nature), the paging headers are set, and the page's rows
+ * are the spec's array body.
+ */
+export async function pagedList<T>(ctx: ListContext, publicUrl: string, load: (p: PageRequest) => Promise<Page<T>> | Page<T>, defaults: { pageSize?: number } = {}): Promise<T[]> {
+  const p = pageRequest(ctx.query, defaults);
+  const page = await load(p);
   Object.assign(ctx.set.headers, pageHeaders(ctx.request.url, publicUrl, p, page.total));
   return page.items;
 }

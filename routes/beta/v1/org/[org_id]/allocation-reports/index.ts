@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { PageQueryFields, pageOfArray, pageRequest, sendPage, pageQueryOf } from "../../../../../../lib/http/paging.ts";
+import { pageOfArray, pageQueryOf, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { listReportDescriptors, openReport, parseReportQuery, reportDownload, reportPeriods, resolveReport } from "../../../../../../lib/reports/service.ts";
 import { servedAlsoAs } from "../../../../../../lib/http/openapiComponents.ts";
 import { ALLOCATION_REPORT_CSV, AllocationReport, AllocationReportDescriptor, PeriodsQuery, ReportPeriod, ReportQuery } from "./model.ts";
@@ -17,10 +17,7 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listReportDescriptors(s.db, principal.orgId), p));
-      },
+      async (ctx) => pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listReportDescriptors(s.db, ctx.principal.orgId), p)),
       { scope: "reports:read", query: t.Object(PageQueryFields), response: { 200: t.Array(AllocationReportDescriptor) }, detail: { tags, security, summary: "The allocation reports available to this organization" } },
     )
     .get(
@@ -46,8 +43,8 @@ export default defineRoutes((s, prefix) =>
         const def = await resolveReport(s.db, principal.orgId, params.report_type);
         const { page, page_size, ...filters } = query as Record<string, unknown>;
         const q = parseReportQuery(def, filters, false);
-        const p = pageRequest(pageQueryOf({ page, page_size }));
-        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await reportPeriods(s.db, principal.orgId, def, q, s.now()), p));
+        const paging = pageQueryOf({ page, page_size });
+        return pagedList({ request, set, query: paging }, s.config.publicUrl, async (p) => pageOfArray(await reportPeriods(s.db, principal.orgId, def, q, s.now()), p));
       },
       { scope: "reports:read", params: TypeParams, query: PeriodsQuery, response: { 200: t.Array(ReportPeriod) }, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
     ),

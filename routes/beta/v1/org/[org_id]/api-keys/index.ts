@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pageOfArray, pagedList } from "../../../../../../lib/http/paging.ts";
 import { createOrgApiKey, listOrgApiKeys, revokeOrgApiKey } from "../../../../../../lib/auth/apiKeyAdmin.ts";
 import { ApiKeyView, CreateApiKeyBody, CreatedApiKeyView, ListQuery } from "./model.ts";
 import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
@@ -9,10 +9,7 @@ const tags = ["API keys"];
 
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
-    .get("", async ({ principal, query, request, set }) => {
-      const p = pageRequest(query);
-      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listOrgApiKeys(s.db, principal, query.include_revoked ?? false), p));
-    }, {
+    .get("", async (ctx) => pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listOrgApiKeys(s.db, ctx.principal, ctx.query.include_revoked ?? false), p)), {
       scope: "admin",
       query: ListQuery,
       response: { 200: t.Array(ApiKeyView) },

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pageOfArray, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { createConnection, deleteConnection, getConnection, listConnections, listRuns, updateConnection } from "../../../../../../lib/connections/service.ts";
 import { requestSync, runDueSyncs } from "../../../../../../lib/connections/sync.ts";
 import { testConnection } from "../../../../../../lib/connections/probe.ts";
@@ -14,10 +14,7 @@ const tags = ["Billing connections"];
 export default defineRoutes((s, prefix) => {
   const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
   return orgRoutes(s, prefix)
-    .get("", async ({ principal, query, request, set }) => {
-      const p = pageRequest(query);
-      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listConnections(s.db, principal.orgId, s.now()), p));
-    }, {
+    .get("", async (ctx) => pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listConnections(s.db, ctx.principal.orgId, s.now()), p)), {
       query: t.Object(PageQueryFields),
       scope: "connections:read",
       response: { 200: t.Array(ConnectionView) },
@@ -84,10 +81,7 @@ export default defineRoutes((s, prefix) => {
         detail: { tags, summary: "Sync now: 202 with the queued run (a repeated request joins it)" },
       },
     )
-    .get("/:connection_id/runs", async ({ principal, params, query, request, set }) => {
-      const p = pageRequest(query);
-      return sendPage({ request, set }, s.config.publicUrl, p, await listRuns(s.db, principal.orgId, params.connection_id, p));
-    }, {
+    .get("/:connection_id/runs", async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => listRuns(s.db, ctx.principal.orgId, ctx.params.connection_id, p)), {
       scope: "connections:read",
       params: ConnectionParams,
       query: t.Object(PageQueryFields),

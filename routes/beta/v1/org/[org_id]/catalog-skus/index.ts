@@ -1,10 +1,12 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
 import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
 import { Text } from "../../../../../../lib/http/text.ts";
 import { CatalogSku } from "./model.ts";
+
+const CATALOG_PAGE_SIZE = 50;
 
 const SearchQuery = t.Object({
   provider: t.Union([t.Literal("aws"), t.Literal("azure"), t.Literal("gcp")]),
@@ -13,26 +15,25 @@ const SearchQuery = t.Object({
   service: t.Optional(Text({ maxLength: 100 })),
   instance_type: t.Optional(Text({ maxLength: 100 })),
   page: t.Optional(t.Integer({ minimum: 1, maximum: 100000, default: 1 })),
-  page_size: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  page_size: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: CATALOG_PAGE_SIZE })),
 });
 
 /** Catalog search: the public catalog plus the organization's custom-priced SKUs. */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get(
     "",
-    async ({ principal, query, request, set }) => {
+    async (ctx) => {
       await ensurePublicCatalogOnce(s.db);
-      const page = await searchCatalogSkus(s.db, principal.orgId, {
-        provider: query.provider,
-        q: query.q,
-        region: query.region,
-        service: query.service,
-        instanceType: query.instance_type,
-        page: query.page ?? 1,
-        pageSize: query.page_size ?? 50,
-      });
-      const p = pageRequest({ page: page.page, page_size: page.pageSize });
-      return sendPage({ request, set }, s.config.publicUrl, p, { items: page.items, total: page.totalCount });
+      const { query } = ctx;
+      return pagedList(
+        ctx,
+        s.config.publicUrl,
+        async (p) => {
+          const page = await searchCatalogSkus(s.db, ctx.principal.orgId, { provider: query.provider, q: query.q, region: query.region, service: query.service, instanceType: query.instance_type, page: p.page, pageSize: p.pageSize });
+          return { items: page.items, total: page.totalCount };
+        },
+        { pageSize: CATALOG_PAGE_SIZE },
+      );
     },
     { scope: "estimates:read", query: SearchQuery, response: { 200: t.Array(CatalogSku) }, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
   ),

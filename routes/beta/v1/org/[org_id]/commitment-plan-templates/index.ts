@@ -1,5 +1,5 @@
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pageOfArray, pagedList } from "../../../../../../lib/http/paging.ts";
 import { expectedVersions, withEtag } from "../../../../../../lib/http/etag.ts";
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from "../../../../../../lib/templates/service.ts";
 import { t } from "elysia";
@@ -14,10 +14,8 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listTemplates(s.db, principal.orgId, query.provider, query.segment_id?.toLowerCase(), s.now()), p));
-      },
+      async (ctx) =>
+        pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listTemplates(s.db, ctx.principal.orgId, ctx.query.provider, ctx.query.segment_id?.toLowerCase(), s.now()), p)),
       { scope: "templates:read", query: ListQuery, response: { 200: t.Array(CommitmentPlanTemplate) }, detail: { tags, security, summary: "Templates of one segment (default: the provider-resources segment)" } },
     )
     .post(

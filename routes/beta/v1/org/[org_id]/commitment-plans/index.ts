@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { getPlan, pagePlans } from "../../../../../../lib/planning/plans.ts";
 import { CommitmentPlan, CommitmentPlanSummary, ListPlansQuery, PlanParams } from "./model.ts";
 
@@ -11,11 +11,8 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        const page = await pagePlans(s.db, principal.orgId, { provider: query.provider, templateId: query.template_id, status: query.status }, p);
-        return sendPage({ request, set }, s.config.publicUrl, p, page);
-      },
+      async (ctx) =>
+        pagedList(ctx, s.config.publicUrl, (p) => pagePlans(s.db, ctx.principal.orgId, { provider: ctx.query.provider, templateId: ctx.query.template_id, status: ctx.query.status }, p)),
       {
         scope: "templates:read",
         query: ListPlansQuery,

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { expectedVersions, withEtag } from "../../../../../../lib/http/etag.ts";
 import { createEstimate, deleteEstimate, getEstimate, listEstimatesPage, patchEstimate } from "../../../../../../lib/estimates/service.ts";
 import { CostEstimate, CostEstimateSummary, CreateEstimateBody, EstimateQuery, ListQuery, PatchEstimateBody } from "./model.ts";
@@ -15,10 +15,7 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, await listEstimatesPage(s.db, principal.orgId, query.provider, p));
-      },
+      async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => listEstimatesPage(s.db, ctx.principal.orgId, ctx.query.provider, p)),
       { scope: "estimates:read", query: ListQuery, response: { 200: t.Array(CostEstimateSummary) }, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
     )
     .post(

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { pageRuns } from "../../../../../../lib/purchasing/runs.ts";
 import { ListRunsQuery, PurchaseRun } from "./model.ts";
 
@@ -8,10 +8,7 @@ import { ListRunsQuery, PurchaseRun } from "./model.ts";
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get(
     "",
-    async ({ principal, query, request, set }) => {
-      const p = pageRequest(query);
-      return sendPage({ request, set }, s.config.publicUrl, p, await pageRuns(s.db, principal.orgId, { templateId: query.template_id, status: query.status }, p));
-    },
+    async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => pageRuns(s.db, ctx.principal.orgId, { templateId: ctx.query.template_id, status: ctx.query.status }, p)),
     {
       scope: "purchases:read",
       query: ListRunsQuery,

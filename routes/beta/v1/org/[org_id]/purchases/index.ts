@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
 import { approvePurchase, getPurchase, pagePurchases, rejectPurchase } from "../../../../../../lib/purchasing/orders.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { processPurchaseItems } from "../../../../../../lib/purchasing/executor.ts";
 import type { Principal } from "../../../../../../lib/auth/principal.ts";
 import { errorForLog } from "../../../../../../lib/log.ts";
@@ -14,10 +14,7 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, await pagePurchases(s.db, principal.orgId, { status: query.status }, p));
-      },
+      async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => pagePurchases(s.db, ctx.principal.orgId, { status: ctx.query.status }, p)),
       {
         scope: "purchases:read",
         query: ListPurchasesQuery,

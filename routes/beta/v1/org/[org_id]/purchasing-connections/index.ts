@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { PageQueryFields, pageOfArray, pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pageOfArray, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import {
   createPurchasingConnection,
   deletePurchasingConnection,
@@ -22,10 +22,7 @@ const tags = ["Purchasing connections"];
 export default defineRoutes((s, prefix) => {
   const writeOptions = () => ({ now: s.now(), allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
   return orgRoutes(s, prefix)
-    .get("", async ({ principal, query, request, set }) => {
-      const p = pageRequest(query);
-      return sendPage({ request, set }, s.config.publicUrl, p, pageOfArray(await listPurchasingConnections(s.db, principal.orgId), p));
-    }, {
+    .get("", async (ctx) => pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listPurchasingConnections(s.db, ctx.principal.orgId), p)), {
       query: t.Object(PageQueryFields),
       scope: "connections:read",
       response: { 200: t.Array(PurchasingConnectionView) },

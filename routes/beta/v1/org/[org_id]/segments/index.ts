@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { getSegment, pageSegments, segmentView } from "../../../../../../lib/segments/service.ts";
 import { ListSegmentsQuery, Segment, SegmentParams } from "./model.ts";
 
@@ -11,10 +11,7 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, await pageSegments(s.db, principal.orgId, { provider: query.provider }, p));
-      },
+      async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => pageSegments(s.db, ctx.principal.orgId, { provider: ctx.query.provider }, p)),
       {
         scope: "templates:read",
         query: ListSegmentsQuery,

@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
 import { NotFoundError } from "../../../../../../lib/errors.ts";
 import { fileSupportTicket, getSupportTicket, pageOrgSupportTickets } from "../../../../../../lib/support/tickets.ts";
-import { pageRequest, sendPage } from "../../../../../../lib/http/paging.ts";
+import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { BugReportBody, FeatureRequestBody, ListTicketsQuery, SupportTicket, SupportTicketResult } from "./model.ts";
 
 const tags = ["Support"];
@@ -47,10 +47,7 @@ export default defineRoutes((s, prefix) =>
     )
     .get(
       "/tickets",
-      async ({ principal, query, request, set }) => {
-        const p = pageRequest(query);
-        return sendPage({ request, set }, s.config.publicUrl, p, await pageOrgSupportTickets(s.db, principal.orgId, { kind: query.kind }, p));
-      },
+      async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => pageOrgSupportTickets(s.db, ctx.principal.orgId, { kind: ctx.query.kind }, p)),
       {
         scope: "support:write",
         query: ListTicketsQuery,
