@@ -1,4 +1,5 @@
 /** Money-model inputs built by hand: offers, leases, SKUs and pricing lines, as lib/pricing takes them. */
+import fc from "fast-check";
 import type { CommitmentSelection, LeaseRate, PricingLine, PricingOffer, SkuPricingInputs } from "../../lib/pricing/index.ts";
 
 export const YEAR = 31_536_000;
@@ -54,3 +55,16 @@ export const sel = (l: LeaseRate): CommitmentSelection => ({
   offer_id: l.offer.id,
   offer_org_id: l.offer.orgId,
 });
+
+/** Generated leases of the given commitment types: 1-year, 3-year or insured terms, any payment option, fee rates of the insured offers. */
+export const arbLease = (types: string[]): fc.Arbitrary<LeaseRate> =>
+  fc
+    .record({
+      type: fc.constantFrom(...types),
+      term: fc.constantFrom(["one_year", YEAR, 365], ["three_year", 3 * YEAR, 1095], ["thirty_day_gris", 30 * 86400, 30]) as fc.Arbitrary<[string, number, number]>,
+      payment: fc.constantFrom("no_upfront", "partial_upfront", "all_upfront"),
+      recurring: fc.double({ min: 0, max: 5, noNaN: true }),
+      upfront: fc.double({ min: 0, max: 20000, noNaN: true }),
+      fee: fc.constantFrom(0, 0.2, 0.3),
+    })
+    .map((r) => lease(offer({ commitmentType: r.type, contractTerm: r.term[0], paymentOption: r.payment, durationSeconds: r.term[1], lockInDays: r.term[2], feeRate: r.fee }), r.recurring, r.upfront));

@@ -9,7 +9,7 @@ import {
   type PricingLine,
   type SkuPricingInputs,
 } from "../../lib/pricing/index.ts";
-import { YEAR, lease, offer, pl, sel, sku } from "./fixtures.ts";
+import { YEAR, arbLease as arbLeaseOf, lease, offer, pl, sel, sku } from "./fixtures.ts";
 
 // Rates below are copied from the bundled price snapshot (data/pricing/prices.csv) so the
 // hand computations are the ones a FinOps analyst would do with the published list prices.
@@ -209,16 +209,7 @@ describe("money model, hand-computed", () => {
 
 // ---- properties ---------------------------------------------------------------------------
 
-const arbLease = fc
-  .record({
-    type: fc.constantFrom("reserved_instance", "compute_savings_plan", "resource_cud", "savings_plan"),
-    term: fc.constantFrom(["one_year", YEAR, 365], ["three_year", 3 * YEAR, 1095], ["thirty_day_gris", 30 * 86400, 30]) as fc.Arbitrary<[string, number, number]>,
-    payment: fc.constantFrom("no_upfront", "partial_upfront", "all_upfront"),
-    recurring: fc.double({ min: 0, max: 5, noNaN: true }),
-    upfront: fc.double({ min: 0, max: 20000, noNaN: true }),
-    fee: fc.constantFrom(0, 0.2, 0.3),
-  })
-  .map((r) => lease(offer({ commitmentType: r.type, contractTerm: r.term[0], paymentOption: r.payment, durationSeconds: r.term[1], lockInDays: r.term[2], feeRate: r.fee }), r.recurring, r.upfront));
+const arbLease = arbLeaseOf(["reserved_instance", "compute_savings_plan", "resource_cud", "savings_plan"]);
 
 const arbSku = fc
   .record({ hourly: fc.double({ min: 0.001, max: 10, noNaN: true }), leases: fc.array(arbLease, { minLength: 0, maxLength: 4 }) })
