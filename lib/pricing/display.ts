@@ -5,7 +5,7 @@
  * and every total is re-derived from the rounded parts shown beside it, in integer cents (no
  * float noise). The rule, field by field: docs/features/estimates.md "Money at the edge".
  */
-import { cents, type CommitmentOption, type EstimatePricing, type LinePricing, type PricingLine, type PricingTotals } from "./index.ts";
+import { cents, roundDecimal, type CommitmentOption, type EstimatePricing, type LinePricing, type PricingLine, type PricingTotals } from "./index.ts";
 
 /** Integer cents of a full-precision amount (the same rounding as `cents`). */
 export const toCents = (v: number): number => Math.round(cents(v) * 100) + 0;
@@ -14,10 +14,10 @@ export const toCents = (v: number): number => Math.round(cents(v) * 100) + 0;
 export const fromCents = (c: number): number => c / 100 + 0;
 
 /** Rates and other ratios at the edge: 6 decimals. */
-export const rate6 = (v: number): number => Math.round(v * 1e6) / 1e6 + 0;
+export const rate6 = (v: number): number => roundDecimal(v, 6);
 
 /** Durations in days at the edge: 2 decimals. */
-export const days2 = (v: number): number => Math.round(v * 100) / 100 + 0;
+export const days2 = (v: number): number => roundDecimal(v, 2);
 
 /** One CommitmentOption as shown: rounded parts, totals and rates derived from them. */
 export function displayOption(o: CommitmentOption): CommitmentOption {

@@ -11,8 +11,19 @@ export const HOURS_PER_MONTH = 730;
 /** Seconds in an average month (730 h): amortizes an upfront over its duration. */
 export const SECONDS_PER_MONTH = 2_628_000;
 
+/**
+ * `v` rounded to `decimals`, half away from zero, on the decimal the double stands for: 0.145 →
+ * 0.15 and -0.125 → -0.13, as PostgreSQL's ROUND rounds the reports' numeric sums (a bare
+ * `Math.round(v * 100)` sees 0.145 as 14.4999… and rounds -0.125 toward zero). Never -0.
+ */
+export function roundDecimal(v: number, decimals: number): number {
+  const scale = 10 ** decimals;
+  const scaled = Number((Math.abs(v) * scale).toPrecision(15));
+  return (Math.sign(v) * Math.round(scaled)) / scale + 0;
+}
+
 /** Money at the edge (DESIGN §12): rounded to cents. */
-export const cents = (v: number | null | undefined): number => Math.round((v ?? 0) * 100) / 100;
+export const cents = (v: number | null | undefined): number => roundDecimal(v ?? 0, 2);
 export const centsOrNull = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : cents(v));
 
 /**
@@ -22,7 +33,7 @@ export const centsOrNull = (v: number | null | undefined): number | null => (v =
 export function spendCommitmentPayments(hourly: number, seconds: number, paymentOption: string): { upfront: number; hourly: number } {
   const term = hourly * (seconds / 3600);
   if (paymentOption === "all_upfront") return { upfront: cents(term), hourly: 0 };
-  if (paymentOption === "partial_upfront") return { upfront: cents(term / 2), hourly: Math.round((hourly / 2) * 1e6) / 1e6 };
+  if (paymentOption === "partial_upfront") return { upfront: cents(term / 2), hourly: roundDecimal(hourly / 2, 6) };
   return { upfront: 0, hourly };
 }
 

@@ -15,6 +15,7 @@ import { QueryTimeoutError, readConsistent } from "../db/index.ts";
 import { isUuid } from "../ids.ts";
 import type { Services } from "../services.ts";
 import { textProblem } from "../http/text.ts";
+import { fromCents, toCents } from "../pricing/display.ts";
 
 export type ReportRow = Record<string, string | number | boolean | null>;
 
@@ -219,9 +220,9 @@ function shownSnapshotRow(def: ReportDefinition, row: Record<string, unknown>): 
     for (const t of d.terms) {
       const v = row[t.column];
       if (v === null || v === undefined) return row;
-      cents += t.sign * Math.round(Number(v) * 100);
+      cents += t.sign * toCents(Number(v));
     }
-    row[d.column] = cents / 100;
+    row[d.column] = fromCents(cents);
   }
   return row;
 }

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { evaluateOption, priceEstimate, priceLine, type CommitmentOption, type PricingLine } from "../../lib/pricing/index.ts";
-import { displayEstimatePricing, displayLine, displayOption } from "../../lib/pricing/display.ts";
+import { displayEstimatePricing, displayLine, displayOption, rate6, toCents } from "../../lib/pricing/display.ts";
+import { cents } from "../../lib/pricing/index.ts";
 import { YEAR, arbLease as arbLeaseOf, lease, offer, pl, sel, sku } from "./fixtures.ts";
 import { decimals, expectShownOption, expectShownPricing } from "./shown.ts";
 
@@ -192,6 +193,31 @@ describe("money at the edge, properties", () => {
         });
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("rounding at the edge agrees with PostgreSQL's ROUND (half away from zero, on the decimal)", () => {
+  test("ties the binary double hides: 0.145 → 0.15, 1.005 → 1.01, -0.125 → -0.13; rates at 6 decimals; never -0", () => {
+    expect([cents(0.145), cents(1.005), cents(-0.125), cents(2.675), cents(-0.004)]).toEqual([0.15, 1.01, -0.13, 2.68, 0]);
+    expect(Object.is(cents(-0.004), -0)).toBe(false);
+    expect([rate6(0.0001245), rate6(-0.0000005), rate6(0.1234565)]).toEqual([0.000125, -0.000001, 0.123457]);
+    expect([toCents(0.145), toCents(-0.125)]).toEqual([15, -13]);
+  });
+
+  test("property: cents of any amount a double carries exactly to 15 digits (up to 7 + 8) is its exact half-away rounding", () => {
+    // The expectation in exact integers (as numeric does), independent of the code under test.
+    const exactCents = (int: bigint, frac: string, negative: boolean) => {
+      const scaled = int * 10n ** 10n + BigInt(frac.padEnd(10, "0"));
+      const c = (scaled + 50_000_000n) / 100_000_000n;
+      return Number(negative ? -c : c);
+    };
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 6n }), fc.stringMatching(/^[0-9]{0,8}$/), fc.boolean(), (int, frac, negative) => {
+        const text = `${negative ? "-" : ""}${int}.${frac || "0"}`;
+        expect(toCents(Number(text))).toBe(exactCents(int, frac, negative) + 0);
+      }),
+      { numRuns: 20000 },
     );
   });
 });

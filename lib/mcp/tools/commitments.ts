@@ -3,6 +3,7 @@ import * as z from "zod";
 import { coverageAndUtilization, listCommitments, type CommitmentView } from "../../billing/queries.ts";
 import { NotFoundError } from "../../errors.ts";
 import { cents, centsOrNull, defineTool, providerEnum, ratio, ymd, type ToolContext } from "./common.ts";
+import { rate6 } from "../../pricing/display.ts";
 
 const DAY = 86_400_000;
 
@@ -33,6 +34,8 @@ function view(c: CommitmentView, now: Date) {
   const status = ends && ends <= now ? "expired" : starts && starts > now ? "not_started" : "active";
   return {
     ...c,
+    amount: c.amount === null ? null : rate6(c.amount),
+    recurring_hourly_cost: c.recurring_hourly_cost === null ? null : rate6(c.recurring_hourly_cost),
     upfront_cost: centsOrNull(c.upfront_cost),
     days_until_expiry: ends ? Math.max(0, Math.ceil((ends.getTime() - now.getTime()) / DAY)) : null,
     status: status as "active" | "expired" | "not_started",
@@ -161,7 +164,7 @@ export const expiringCommitmentsTool = defineTool({
         as_of: ctx.now.toISOString(),
         within_days: a.within_days,
         count: rows.length,
-        lapsing_recurring_hourly_cost: Math.round(lapsing * 10000) / 10000,
+        lapsing_recurring_hourly_cost: rate6(lapsing),
         commitments: rows.map((c) => view(c, ctx.now)),
       },
       summary: rows.length ? `${rows.length} commitment(s) expire within ${a.within_days} days; the first on ${rows[0]!.ends_at!.slice(0, 10)}.` : `No commitment expires within ${a.within_days} days.`,
