@@ -115,7 +115,8 @@ CREATE TABLE "billing_periods" (
 	"month" date NOT NULL,
 	"status" text DEFAULT 'open' NOT NULL,
 	"closed_at" timestamp with time zone,
-	"frozen_at" timestamp with time zone
+	"frozen_at" timestamp with time zone,
+	"frozen_reports" text[]
 );
 --> statement-breakpoint
 CREATE TABLE "cloud_accounts" (

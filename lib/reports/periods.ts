@@ -20,6 +20,8 @@ export interface PeriodState {
   status: "open" | "closed";
   closed_at: string | null;
   frozen_at: string | null;
+  /** The report types the freeze snapshotted; null for a period frozen before they were recorded (all but the static ones). */
+  frozen_reports: string[] | null;
 }
 
 export async function listBillingPeriods(db: DbOrTx, orgId: string, provider?: Provider): Promise<PeriodState[]> {
@@ -27,7 +29,7 @@ export async function listBillingPeriods(db: DbOrTx, orgId: string, provider?: P
   const extra = provider ? ` AND provider = $${params.push(provider)}` : "";
   const rows = await queryRows<any>(
     db,
-    `SELECT provider, to_char(month, 'YYYY-MM-DD') AS month, status, closed_at, frozen_at FROM billing_periods WHERE org_id = $1::uuid${extra} ORDER BY month DESC, provider`,
+    `SELECT provider, to_char(month, 'YYYY-MM-DD') AS month, status, closed_at, frozen_at, frozen_reports FROM billing_periods WHERE org_id = $1::uuid${extra} ORDER BY month DESC, provider`,
     params,
   );
   return rows.map((r) => ({
@@ -36,6 +38,7 @@ export async function listBillingPeriods(db: DbOrTx, orgId: string, provider?: P
     status: r.status,
     closed_at: r.closed_at ? new Date(r.closed_at).toISOString() : null,
     frozen_at: r.frozen_at ? new Date(r.frozen_at).toISOString() : null,
+    frozen_reports: frozenReportsOf(r.frozen_reports),
   }));
 }
 
@@ -102,11 +105,25 @@ export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: str
         const ins = await queryRows(tx, `WITH ins AS (${snapshotInsertSql(rep.sql, rep.orderBy)} RETURNING 1) SELECT count(*)::int AS n FROM ins`, [p.org_id, p.month, p.provider, rep.report_type]);
         n += Number((ins[0] as any)?.n ?? 0);
       }
-      await queryRows(tx, `UPDATE billing_periods SET frozen_at = $4::timestamptz WHERE org_id = $1::uuid AND provider = $2 AND month = $3::date`, [p.org_id, p.provider, p.month, now.toISOString()]);
+      await queryRows(tx, `UPDATE billing_periods SET frozen_at = $4::timestamptz, frozen_reports = string_to_array($5, ',') WHERE org_id = $1::uuid AND provider = $2 AND month = $3::date`, [
+        p.org_id,
+        p.provider,
+        p.month,
+        now.toISOString(),
+        REPORTS.map((rep) => rep.report_type).join(","),
+      ]);
       return { ...p, snapshot_rows: n };
     });
     if (!r) break;
     done.push(r);
   }
   return done;
+}
+
+/** A text[] as either driver returns it (an array, or PGlite/postgres.js text form `{a,b}`). */
+function frozenReportsOf(v: unknown): string[] | null {
+  if (v === null || v === undefined) return null;
+  if (Array.isArray(v)) return v.map(String);
+  const text = String(v);
+  return text === "{}" ? [] : text.slice(1, -1).split(",");
 }

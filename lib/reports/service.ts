@@ -107,14 +107,14 @@ export interface PeriodEntry {
 
 interface MonthState {
   month: string;
-  providers: { provider: Provider; closed: boolean; frozen: boolean }[];
+  providers: { provider: Provider; closed: boolean; frozen: boolean; frozenReports: string[] | null }[];
 }
 
 async function monthStates(db: DbOrTx, orgId: string, provider?: Provider): Promise<Map<string, MonthState>> {
   const map = new Map<string, MonthState>();
   for (const p of await listBillingPeriods(db, orgId, provider)) {
     const m = map.get(p.month) ?? { month: p.month, providers: [] };
-    m.providers.push({ provider: p.provider, closed: p.status === "closed", frozen: p.frozen_at !== null });
+    m.providers.push({ provider: p.provider, closed: p.status === "closed", frozen: p.frozen_at !== null, frozenReports: p.frozen_reports });
     map.set(p.month, m);
   }
   for (const m of map.values()) m.providers.sort((a, b) => a.provider.localeCompare(b.provider));
@@ -148,21 +148,19 @@ interface RowSource {
   frozen: boolean;
 }
 
-async function sourcesOf(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, state: MonthState | undefined, provider: Provider | undefined): Promise<RowSource[]> {
-  if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: p.frozen }));
-  // The commitment inventory is not made of billing rows: every provider has one, frozen with its
-  // billing period. Months frozen before static reports were snapshotted have no snapshot of it:
-  // those are read live (as they always were) rather than served empty while `finalized`.
-  const frozen = new Set<Provider>();
-  for (const p of state?.providers ?? []) if (p.frozen && (await hasSnapshot(db, orgId, def, p.provider, month))) frozen.add(p.provider);
+/**
+ * Whether the freeze of this provider's period snapshotted `def`: the freeze records the reports
+ * it wrote; a period frozen before that was recorded snapshotted every report but the static ones.
+ */
+const snapshotted = (def: ReportDefinition, p: MonthState["providers"][number]) =>
+  p.frozen && (p.frozenReports ? p.frozenReports.includes(def.report_type) : def.update_cadence !== "static");
+
+function sourcesOf(def: ReportDefinition, state: MonthState | undefined, provider: Provider | undefined): RowSource[] {
+  if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: snapshotted(def, p) }));
+  // The commitment inventory is not made of billing rows: every provider has one, frozen with its billing period.
+  const frozen = new Set((state?.providers ?? []).filter((p) => snapshotted(def, p)).map((p) => p.provider));
   if (!frozen.size) return [{ provider: provider ?? null, frozen: false }];
   return (provider ? [provider] : PROVIDERS).map((p) => ({ provider: p, frozen: frozen.has(p) }));
-}
-
-/** Whether the freeze of (org, provider, month) wrote any row of this report. */
-async function hasSnapshot(db: DbOrTx, orgId: string, def: ReportDefinition, provider: Provider, month: string): Promise<boolean> {
-  const rows = await queryRows(db, `SELECT 1 FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date LIMIT 1`, [orgId, def.report_type, provider, month]);
-  return rows.length > 0;
 }
 
 /**
@@ -179,35 +177,56 @@ function snapshotWhere(filters: Record<string, string>, params: unknown[]): stri
     .join("");
 }
 
-async function hasRows(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, sources: RowSource[], filters: Record<string, string>): Promise<boolean> {
-  for (const src of sources) {
-    let rows: unknown[];
-    if (src.frozen) {
-      const params: unknown[] = [orgId, def.report_type, src.provider, month];
-      rows = await queryRows(db, `SELECT 1 FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${snapshotWhere(filters, params)} LIMIT 1`, params);
-    } else {
-      // The exact rows: which rows exist does not depend on rounding, and the filters reach the grouping.
-      const params: unknown[] = [orgId, month, src.provider];
-      const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
-      rows = await queryRows(db, `SELECT 1 FROM (${def.exactSql}) r WHERE ${where.join(" AND ")} LIMIT 1`, params);
+/** Whether the live rows of (month, provider) have one under the filters. */
+async function hasLiveRows(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, provider: Provider | null, filters: Record<string, string>): Promise<boolean> {
+  // The exact rows: which rows exist does not depend on rounding, and the filters reach the grouping.
+  const params: unknown[] = [orgId, month, provider];
+  const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
+  return (await queryRows(db, `SELECT 1 FROM (${def.exactSql}) r WHERE ${where.join(" AND ")} LIMIT 1`, params)).length > 0;
+}
+
+/** Of the frozen (month, provider) pairs, those whose snapshot has a row under the filters: one statement for all of them. */
+async function snapshotsWithRows(db: DbOrTx, orgId: string, def: ReportDefinition, pairs: { month: string; provider: Provider }[], filters: Record<string, string>): Promise<Set<string>> {
+  if (!pairs.length) return new Set();
+  // Lists as comma-joined text: queryRows expands a JS array into a row, not an SQL array.
+  const params: unknown[] = [orgId, def.report_type, pairs.map((x) => x.month).join(","), pairs.map((x) => x.provider).join(",")];
+  const rows = await queryRows<{ month: string; provider: string }>(
+    db,
+    `SELECT to_char(m.month, 'YYYY-MM-DD') AS month, m.provider FROM unnest(string_to_array($3, ',')::date[], string_to_array($4, ',')) AS m(month, provider)
+     WHERE EXISTS (SELECT 1 FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = m.provider AND month = m.month${snapshotWhere(filters, params)})`,
+    params,
+  );
+  return new Set(rows.map((r) => `${r.month}|${r.provider}`));
+}
+
+/** The months (of `candidates`, with their row sources) that have a row under the filters. */
+async function monthsWithRows(db: DbOrTx, orgId: string, def: ReportDefinition, candidates: { month: string; sources: RowSource[] }[], filters: Record<string, string>): Promise<Set<string>> {
+  const frozen = candidates.flatMap((c) => c.sources.filter((src) => src.frozen).map((src) => ({ month: c.month, provider: src.provider! })));
+  const inSnapshots = await snapshotsWithRows(db, orgId, def, frozen, filters);
+  const out = new Set<string>();
+  for (const c of candidates) {
+    if (c.sources.some((src) => src.frozen && inSnapshots.has(`${c.month}|${src.provider}`))) out.add(c.month);
+    // Live sources are the months not frozen yet: the current and perhaps the previous one.
+    else for (const src of c.sources) if (!src.frozen && (await hasLiveRows(db, orgId, def, c.month, src.provider, filters))) {
+      out.add(c.month);
+      break;
     }
-    if (rows.length) return true;
   }
-  return false;
+  return out;
 }
 
 /** The report's available periods under the query's filters, most recent first. */
 export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefinition, q: Pick<ReportQuery, "provider" | "filters">, now: Date): Promise<PeriodEntry[]> {
   const states = await monthStates(db, orgId, q.provider);
   const months = [...new Set([monthStart(now), ...states.keys()])].sort().reverse();
-  const out: PeriodEntry[] = [];
+  const listed: { month: string; status: PeriodEntry["status"] }[] = [];
   for (const month of months) {
     const answer = monthAnswer(def, states.get(month), month, now);
-    if (answer === null || answer === "awaiting_close") continue;
-    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(db, orgId, def, month, await sourcesOf(db, orgId, def, month, states.get(month), q.provider), q.filters))) continue;
-    out.push(entryOf(month, answer.status));
+    if (answer !== null && answer !== "awaiting_close") listed.push({ month, status: answer.status });
   }
-  return out;
+  const checked = listed.filter((m) => needsRowCheck(def, m.month, now, q.filters));
+  const withRows = await monthsWithRows(db, orgId, def, checked.map((m) => ({ month: m.month, sources: sourcesOf(def, states.get(m.month), q.provider) })), q.filters);
+  return listed.filter((m) => !needsRowCheck(def, m.month, now, q.filters) || withRows.has(m.month)).map((m) => entryOf(m.month, m.status));
 }
 
 /**
@@ -357,8 +376,8 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     sources = [];
   } else {
     status = answer.status;
-    sources = await sourcesOf(readFrom.db, orgId, def, month, state, q.provider);
-    if (needsRowCheck(def, month, now, q.filters) && !(await hasRows(readFrom.db, orgId, def, month, sources, q.filters))) throw notAvailable();
+    sources = sourcesOf(def, state, q.provider);
+    if (needsRowCheck(def, month, now, q.filters) && !(await monthsWithRows(readFrom.db, orgId, def, [{ month, sources }], q.filters)).has(month)) throw notAvailable();
   }
   const batchSize = 2000;
   const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0 };

@@ -76,9 +76,10 @@ describeEachDb("frozen months as older freezes left them", (driver) => {
     await t.s.handle.query(`UPDATE commitments SET name = 'renamed', amount = 7 WHERE org_id = $1`, [org.id]);
     expect((await getReport(t, org, "commitment_inventory", Q)).rows).toEqual(frozen.rows);
 
-    // As an old freeze left it: the month is frozen, but with no commitment_inventory snapshot.
+    // As an old freeze left it: the month is frozen, with no record of which reports it wrote and no commitment_inventory snapshot.
     const gone = await t.s.handle.query(`DELETE FROM report_snapshots WHERE org_id = $1 AND report_type = 'commitment_inventory' RETURNING 1`, [org.id]);
     expect(gone.length).toBe(1);
+    await t.s.handle.query(`UPDATE billing_periods SET frozen_reports = NULL WHERE org_id = $1`, [org.id]);
     const live = await getReport(t, org, "commitment_inventory", Q);
     expect(live.period_status).toBe("finalized");
     expect(live.rows).toEqual([{ ...frozen.rows[0], amount: 7 }]);
@@ -91,5 +92,21 @@ describeEachDb("frozen months as older freezes left them", (driver) => {
     expect(none.status).toBe(404);
     // The other reports of that month still come from their snapshots.
     expect((await getReport(t, org, "cloud_bill_by_account", Q)).rows.length).toBe(2);
+  });
+
+  test("a month frozen while the inventory was empty stays empty: a commitment bought later never shows in it", async () => {
+    const org = await t.newOrg("empty inventory at freeze");
+    await importCsvText(t, org.id, focusCsv([{ ...MAY, SubAccountId: "a1", EffectiveCost: "1", ListCost: "1", ContractedCost: "1" }]));
+    await closeBillingPeriod(t.s.db, org.id, "aws", "2026-05", now);
+    await freezeClosedPeriods(t.s.db, now, { orgId: org.id });
+    const frozen = await getReport(t, org, "commitment_inventory", Q);
+    expect(frozen).toMatchObject({ period_status: "finalized", rows: [] });
+    // A commitment bought afterwards (June) is in the live inventory, not in May's finalized one.
+    const JUNE = { ...MAY, BillingPeriodStart: "2026-06-01T00:00:00Z", BillingPeriodEnd: "2026-07-01T00:00:00Z", ChargePeriodStart: "2026-06-02T00:00:00Z", ChargePeriodEnd: "2026-06-02T01:00:00Z" };
+    const C = { ...JUNE, CommitmentDiscountId: "ri-late", CommitmentDiscountCategory: "Usage", CommitmentDiscountType: "Reserved Instance", PricingCategory: "Committed" };
+    await importCsvText(t, org.id, focusCsv([{ ...C, SubAccountId: "a1", CommitmentDiscountStatus: "Used", EffectiveCost: "0.75", ListCost: "1", ContractedCost: "1" }]));
+    const [{ n }] = await t.s.handle.query<{ n: number }>(`SELECT count(*)::int AS n FROM commitments WHERE org_id = $1`, [org.id]);
+    expect(Number(n)).toBe(1);
+    expect((await getReport(t, org, "commitment_inventory", Q)).rows).toEqual([]);
   });
 });

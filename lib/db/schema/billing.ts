@@ -37,6 +37,12 @@ export const billingPeriods = pgTable(
     closedAt: timestamp("closed_at", { withTimezone: true }),
     /** Set once the freeze job has snapshotted every report of this period. */
     frozenAt: timestamp("frozen_at", { withTimezone: true }),
+    /**
+     * The report types that freeze snapshotted (served from report_snapshots from then on; a
+     * report added later reads live). Null for a period frozen before this was recorded: then
+     * every report but the static ones was snapshotted.
+     */
+    frozenReports: text("frozen_reports").array(),
   },
   (t) => [uniqueIndex("billing_periods_pk").on(t.orgId, t.provider, t.month)],
 );
