@@ -126,7 +126,21 @@ export function createApp(s: Services) {
     .use(apiDocs(s));
 
   const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
-  app.get("/openapi.json", async () => withErrorResponses(hoistComponents(await generatedDocument())), { detail: { hide: true } });
+  // Built once (12.7 ms of CPU and 280 KB each time otherwise, on an unauthenticated path); the routes do not change after start-up.
+  let openApiDocument: Promise<string> | undefined;
+  app.get(
+    "/openapi.json",
+    async () => {
+      openApiDocument ??= generatedDocument()
+        .then((doc) => JSON.stringify(withErrorResponses(hoistComponents(doc))))
+        .catch((e) => {
+          openApiDocument = undefined;
+          throw e;
+        });
+      return new Response(await openApiDocument, { headers: { "content-type": "application/json; charset=utf-8" } });
+    },
+    { detail: { hide: true } },
+  );
   for (const r of manifest) app.use(r.module(s, r.prefix));
   knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);

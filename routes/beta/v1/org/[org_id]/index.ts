@@ -7,6 +7,6 @@ export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix).get("", async ({ principal }) => readOrganization(s.handle, principal.orgId), {
     scope: "any",
     response: { 200: Organization },
-    detail: { tags: ["Organization"], summary: "The organization of the path", security: [{ bearer: [] }] },
+    detail: { tags: ["Organization"], summary: "The organization of the path" },
   }),
 );

@@ -6,7 +6,6 @@ import { servedAlsoAs } from "../../../../../../lib/http/openapiComponents.ts";
 import { ALLOCATION_REPORT_CSV, AllocationReport, AllocationReportDescriptor, PeriodsQuery, ReportPeriod, ReportQuery } from "./model.ts";
 
 const tags = ["Allocation reports"];
-const security = [{ bearer: [] }];
 const TypeParams = t.Object({ org_id: t.String(), report_type: t.String() });
 
 /**
@@ -18,7 +17,7 @@ export default defineRoutes((s, prefix) =>
     .get(
       "",
       async (ctx) => pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listReportDescriptors(s.db, ctx.principal.orgId), p)),
-      { scope: "reports:read", query: t.Object(PageQueryFields), response: { 200: t.Array(AllocationReportDescriptor) }, detail: { tags, security, summary: "The allocation reports available to this organization" } },
+      { scope: "reports:read", query: t.Object(PageQueryFields), response: { 200: t.Array(AllocationReportDescriptor) }, detail: { tags, summary: "The allocation reports available to this organization" } },
     )
     .get(
       "/:report_type",
@@ -34,7 +33,7 @@ export default defineRoutes((s, prefix) =>
         params: TypeParams,
         query: ReportQuery,
         response: { 200: servedAlsoAs(AllocationReport, ALLOCATION_REPORT_CSV) },
-        detail: { tags, security, summary: "Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)" },
+        detail: { tags, summary: "Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)" },
       },
     )
     .get(
@@ -46,6 +45,6 @@ export default defineRoutes((s, prefix) =>
         const paging = pageQueryOf({ page, page_size });
         return pagedList({ request, set, query: paging }, s.config.publicUrl, async (p) => pageOfArray(await reportPeriods(s.db, principal.orgId, def, q, s.now()), p));
       },
-      { scope: "reports:read", params: TypeParams, query: PeriodsQuery, response: { 200: t.Array(ReportPeriod) }, detail: { tags, security, summary: "Available periods of a report, most recent first ({year, month, status})" } },
+      { scope: "reports:read", params: TypeParams, query: PeriodsQuery, response: { 200: t.Array(ReportPeriod) }, detail: { tags, summary: "Available periods of a report, most recent first ({year, month, status})" } },
     ),
 );

@@ -35,6 +35,6 @@ export default defineRoutes((s, prefix) =>
         { pageSize: CATALOG_PAGE_SIZE },
       );
     },
-    { scope: "estimates:read", query: SearchQuery, response: { 200: t.Array(CatalogSku) }, detail: { tags: ["Catalog"], security: [{ bearer: [] }], summary: "Search catalog SKUs to add to cost estimates" } },
+    { scope: "estimates:read", query: SearchQuery, response: { 200: t.Array(CatalogSku) }, detail: { tags: ["Catalog"], summary: "Search catalog SKUs to add to cost estimates" } },
   ),
 );

@@ -7,8 +7,6 @@ import { checkAutoPurchase, CommitmentPlanTemplate, CreateBody, IdParams, ListQu
 import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const tags = ["Commitment plan templates"];
-const security: { [name: string]: string[] }[] = [{ bearer: [] }, { apiKey: [] }];
-
 /** Commitment plan templates (SPEC rules 1–7): thin handlers over lib/templates. */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
@@ -16,7 +14,7 @@ export default defineRoutes((s, prefix) =>
       "",
       async (ctx) =>
         pagedList(ctx, s.config.publicUrl, async (p) => pageOfArray(await listTemplates(s.db, ctx.principal.orgId, ctx.query.provider, ctx.query.segment_id?.toLowerCase(), s.now()), p)),
-      { scope: "templates:read", query: ListQuery, response: { 200: t.Array(CommitmentPlanTemplate) }, detail: { tags, security, summary: "Templates of one segment (default: the provider-resources segment)" } },
+      { scope: "templates:read", query: ListQuery, response: { 200: t.Array(CommitmentPlanTemplate) }, detail: { tags, summary: "Templates of one segment (default: the provider-resources segment)" } },
     )
     .post(
       "",
@@ -24,14 +22,14 @@ export default defineRoutes((s, prefix) =>
         checkAutoPurchase(body.auto_purchase);
         return withEtag({ request, set }, await createTemplate(s.db, principal.orgId, { ...body, segment_id: body.segment_id?.toLowerCase() } as any, s.now()));
       },
-      { scope: "templates:write", body: CreateBody, response: { 200: CommitmentPlanTemplate }, detail: { tags, security, summary: "Create a template (optionally on an auto-purchase schedule)" } },
+      { scope: "templates:write", body: CreateBody, response: { 200: CommitmentPlanTemplate }, detail: { tags, summary: "Create a template (optionally on an auto-purchase schedule)" } },
     )
     .get(
       "/:template_id",
       async ({ principal, params, request, set }) => {
         return withEtag({ request, set }, await getTemplate(s.db, principal.orgId, params.template_id.toLowerCase(), s.now()));
       },
-      { scope: "templates:read", params: IdParams, response: { 200: CommitmentPlanTemplate }, detail: { tags, security, summary: "One template" } },
+      { scope: "templates:read", params: IdParams, response: { 200: CommitmentPlanTemplate }, detail: { tags, summary: "One template" } },
     )
     .put(
       "/:template_id",
@@ -44,7 +42,7 @@ export default defineRoutes((s, prefix) =>
         params: IdParams,
         body: UpdateBody,
         response: { 200: CommitmentPlanTemplate },
-        detail: { tags, security, summary: "Merge-update a template (system templates: auto_purchase only)" },
+        detail: { tags, summary: "Merge-update a template (system templates: auto_purchase only)" },
       },
     )
     .delete(
@@ -54,6 +52,6 @@ export default defineRoutes((s, prefix) =>
         set.status = 204;
         return new Response(null, { status: 204 });
       },
-      { scope: "templates:write", params: IdParams, detail: { tags, security, responses: NO_CONTENT, summary: "Delete a custom template (system templates: 409)" } },
+      { scope: "templates:write", params: IdParams, detail: { tags, responses: NO_CONTENT, summary: "Delete a custom template (system templates: 409)" } },
     ),
 );

@@ -8,22 +8,20 @@ import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
 
 const IdParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }) });
 const tags = ["Cost estimates"];
-const security = [{ bearer: [] }];
-
 /** Cost estimates: saved baskets of catalog SKUs priced live (SPEC "Cost estimates"). */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .get(
       "",
       async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => listEstimatesPage(s.db, ctx.principal.orgId, ctx.query.provider, p)),
-      { scope: "estimates:read", query: ListQuery, response: { 200: t.Array(CostEstimateSummary) }, detail: { tags, security, summary: "List cost estimates of a provider, most recently updated first" } },
+      { scope: "estimates:read", query: ListQuery, response: { 200: t.Array(CostEstimateSummary) }, detail: { tags, summary: "List cost estimates of a provider, most recently updated first" } },
     )
     .post(
       "",
       async ({ principal, body, request, set }) => {
         return withEtag({ request, set }, await createEstimate(s.db, principal.orgId, body));
       },
-      { scope: "estimates:write", body: CreateEstimateBody, response: { 200: CostEstimate }, detail: { tags, security, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
+      { scope: "estimates:write", body: CreateEstimateBody, response: { 200: CostEstimate }, detail: { tags, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
     )
     .get(
       "/:estimate_id",
@@ -35,14 +33,14 @@ export default defineRoutes((s, prefix) =>
         });
         return withEtag({ request, set }, estimate);
       },
-      { scope: "estimates:read", params: IdParams, query: EstimateQuery, response: { 200: CostEstimate }, detail: { tags, security, summary: "A cost estimate, priced live" } },
+      { scope: "estimates:read", params: IdParams, query: EstimateQuery, response: { 200: CostEstimate }, detail: { tags, summary: "A cost estimate, priced live" } },
     )
     .patch(
       "/:estimate_id",
       async ({ principal, params, body, request, set }) => {
         return withEtag({ request, set }, await patchEstimate(s.db, principal.orgId, params.estimate_id, body, expectedVersions(request.headers)));
       },
-      { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, response: { 200: CostEstimate }, detail: { tags, security, summary: "Rename or re-describe a cost estimate" } },
+      { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, response: { 200: CostEstimate }, detail: { tags, summary: "Rename or re-describe a cost estimate" } },
     )
     .delete(
       "/:estimate_id",
@@ -51,6 +49,6 @@ export default defineRoutes((s, prefix) =>
         set.status = 204;
         return null;
       },
-      { scope: "estimates:write", params: IdParams, detail: { tags, security, responses: NO_CONTENT, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
+      { scope: "estimates:write", params: IdParams, detail: { tags, responses: NO_CONTENT, summary: "Delete a cost estimate (soft delete; releases its source_draft_id)" } },
     ),
 );

@@ -6,8 +6,6 @@ import { pagedList } from "../../../../../../lib/http/paging.ts";
 import { BugReportBody, FeatureRequestBody, ListTicketsQuery, SupportTicket, SupportTicketResult } from "./model.ts";
 
 const tags = ["Support"];
-const security: Record<string, string[]>[] = [{ bearer: [] }, { apiKey: [] }];
-
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
     .post(
@@ -21,7 +19,6 @@ export default defineRoutes((s, prefix) =>
         response: { 200: SupportTicketResult },
         detail: {
           tags,
-          security,
           summary: "File a bug report",
           description:
             "Files a ticket for the service team (scope `support:write`). Always 200: `status` says whether a ticket was `created`, the organization hit its daily cap (`rate_limited`) or filing is disabled (`not_filed`). Repeated reports are stored, not refused.",
@@ -39,7 +36,6 @@ export default defineRoutes((s, prefix) =>
         response: { 200: SupportTicketResult },
         detail: {
           tags,
-          security,
           summary: "Request a capability the platform lacks",
           description: "Same results as a bug report (scope `support:write`).",
         },
@@ -52,7 +48,7 @@ export default defineRoutes((s, prefix) =>
         scope: "support:write",
         query: ListTicketsQuery,
         response: { 200: t.Array(SupportTicket) },
-        detail: { tags, security, summary: "The tickets this organization filed, newest first (same scope as reading one back)" },
+        detail: { tags, summary: "The tickets this organization filed, newest first (same scope as reading one back)" },
       },
     )
     .get(
@@ -66,7 +62,7 @@ export default defineRoutes((s, prefix) =>
         scope: "support:write",
         params: t.Object({ org_id: t.String(), ticket_key: t.String({ maxLength: 40 }) }),
         response: { 200: SupportTicket },
-        detail: { tags, security, summary: "Read back a ticket this organization filed (its `ticket_url`)" },
+        detail: { tags, summary: "Read back a ticket this organization filed (its `ticket_url`)" },
       },
     ),
 );

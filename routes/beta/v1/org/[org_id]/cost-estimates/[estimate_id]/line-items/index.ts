@@ -8,8 +8,6 @@ import { NO_CONTENT } from "../../../../../../../../lib/http/openapiComponents.t
 const EstimateParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }) });
 const LineParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }), line_item_id: t.String({ format: "uuid" }) });
 const tags = ["Cost estimates"];
-const security = [{ bearer: [] }];
-
 /** Line items of a cost estimate. */
 export default defineRoutes((s, prefix) =>
   orgRoutes(s, prefix)
@@ -18,7 +16,7 @@ export default defineRoutes((s, prefix) =>
       async ({ principal, params, body, request, set }) => {
         return withEtag({ request, set }, await addLines(s.db, principal.orgId, params.estimate_id, body.line_items, expectedVersions(request.headers)));
       },
-      { scope: "estimates:write", params: EstimateParams, body: AddLinesBody, response: { 200: CostEstimate }, detail: { tags, security, summary: "Add line items; returns the estimate" } },
+      { scope: "estimates:write", params: EstimateParams, body: AddLinesBody, response: { 200: CostEstimate }, detail: { tags, summary: "Add line items; returns the estimate" } },
     )
     .get(
       "/:line_item_id",
@@ -28,14 +26,14 @@ export default defineRoutes((s, prefix) =>
         });
         return withEtag({ request, set }, line);
       },
-      { scope: "estimates:read", params: LineParams, query: LineQuery, response: { 200: LineItemWithPricing }, detail: { tags, security, summary: "One line item with its full commitment options grid" } },
+      { scope: "estimates:read", params: LineParams, query: LineQuery, response: { 200: LineItemWithPricing }, detail: { tags, summary: "One line item with its full commitment options grid" } },
     )
     .patch(
       "/:line_item_id",
       async ({ principal, params, body, request, set }) => {
         return withEtag({ request, set }, await patchLine(s.db, principal.orgId, params.estimate_id, params.line_item_id, body, expectedVersions(request.headers)));
       },
-      { scope: "estimates:write", params: LineParams, body: PatchLineBody, response: { 200: LineItem }, detail: { tags, security, summary: "Update a line item (merge semantics)" } },
+      { scope: "estimates:write", params: LineParams, body: PatchLineBody, response: { 200: LineItem }, detail: { tags, summary: "Update a line item (merge semantics)" } },
     )
     .delete(
       "/:line_item_id",
@@ -44,6 +42,6 @@ export default defineRoutes((s, prefix) =>
         set.status = 204;
         return null;
       },
-      { scope: "estimates:write", params: LineParams, detail: { tags, security, responses: NO_CONTENT, summary: "Remove a line item" } },
+      { scope: "estimates:write", params: LineParams, detail: { tags, responses: NO_CONTENT, summary: "Remove a line item" } },
     ),
 );
