@@ -1,7 +1,7 @@
 import type { Db } from "../db/index.ts";
 import { BadRequestError, ConflictError, ValidationError } from "../errors.ts";
 import { errorForLog, type Logger } from "../log.ts";
-import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, releaseIdempotencyKey } from "../idempotency/store.ts";
+import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, idempotencyClaimSettled, releaseIdempotencyKey } from "../idempotency/store.ts";
 import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf, type KeyScope } from "../idempotency/seal.ts";
 import type { Principal } from "../auth/principal.ts";
 
@@ -69,10 +69,13 @@ export class IdempotencyKeys {
           headers: { ...claim.response.headers, "idempotency-replayed": "true" },
         });
       }
-      if (Date.now() >= deadline) {
-        throw new ConflictError("A request with this Idempotency-Key is still running; retry shortly.", "idempotency_key_in_progress", { "Retry-After": "1" });
-      }
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      // Another request holds the key: wait on one light read per poll, then try to claim again.
+      do {
+        if (Date.now() >= deadline) {
+          throw new ConflictError("A request with this Idempotency-Key is still running; retry shortly.", "idempotency_key_in_progress", { "Retry-After": "1" });
+        }
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      } while (!(await idempotencyClaimSettled(this.db, orgId, storedKey)));
     }
   }
 

@@ -91,6 +91,18 @@ export async function releaseIdempotencyKey(db: Db, orgId: string, key: string, 
   await db.delete(idempotencyKeys).where(heldBy(orgId, key, token));
 }
 
+/**
+ * Whether a claim running elsewhere has ended (its answer stored, the claim freed, or its lease
+ * lapsed): the one light read a waiting duplicate repeats, before it tries to claim again.
+ */
+export async function idempotencyClaimSettled(db: Db, orgId: string, key: string): Promise<boolean> {
+  const [row] = await db
+    .select({ status: idempotencyKeys.status, lapsed: sql<boolean>`${idempotencyKeys.lockedUntil} < now()` })
+    .from(idempotencyKeys)
+    .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)));
+  return !row || row.status === "completed" || row.lapsed === true;
+}
+
 /** Keys past the TTL (a job runs this; a stale key is also taken over when reused). */
 export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
   const rows = await db.delete(idempotencyKeys).where(expired).returning({ key: idempotencyKeys.key });
