@@ -38,16 +38,21 @@ export async function resolvePrincipal(s: Services, token: string, audience: str
 }
 
 /**
- * The one org guard of the Beta API: 401 without a valid credential, 403 when the credential
- * belongs to another organization (whether or not `orgId` exists: nothing is revealed).
+ * The one org guard of the Beta API, in two steps so the rate limiter can count a request between
+ * them (a credential probing other organizations spends its own allowance): 401 without a valid
+ * credential…
  */
-export async function authenticateOrg(s: Services, headers: Headers, orgId: string): Promise<Principal> {
+export async function authenticate(s: Services, headers: Headers): Promise<Principal> {
   const token = presentedToken(headers);
   if (!token) throw new UnauthorizedError();
   const principal = await resolvePrincipal(s, token, `${s.config.publicUrl}/beta/v1`);
   if (!principal) throw new UnauthorizedError("The credential is unknown, expired or revoked.", 'Bearer realm="commitops", error="invalid_token"');
-  if (principal.orgId !== orgId.toLowerCase()) throw new ForbiddenError("This credential does not grant access to that organization.");
   return principal;
+}
+
+/** …then 403 when the credential belongs to another organization (whether or not `orgId` exists: nothing is revealed). */
+export function requireOrg(principal: Principal, orgId: string): void {
+  if (principal.orgId !== orgId.toLowerCase()) throw new ForbiddenError("This credential does not grant access to that organization.");
 }
 
 export function requireScope(principal: Principal, scope: Scope): void {

@@ -1,4 +1,4 @@
-import { authenticateOrg, requireAdmin, requireScope } from "../auth/guard.ts";
+import { authenticate, requireAdmin, requireOrg, requireScope } from "../auth/guard.ts";
 import type { Scope } from "../auth/scopes.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
@@ -66,15 +66,16 @@ export class OrgGuard {
         orgId = decodeURIComponent(orgId);
       } catch {}
     }
-    const principal = await authenticateOrg(this.s, request.headers, orgId);
+    const principal = await authenticate(this.s, request.headers);
     const rate = this.limiter.check(principal.credentialId);
+    const headers = rate && rateLimitHeaders(rate);
+    if (headers) this.rateHeaders.set(request, headers);
+    requireOrg(principal, orgId);
     const method = request.method === "HEAD" ? "GET" : request.method;
     const segments = pathSegments(path);
     const route = this.routes.get(method)?.find((r) => r.matches(segments));
     // An unknown path or method gets its 404/405 from the router, after authentication.
     this.principals.set(request, principal);
-    const headers = rate && rateLimitHeaders(rate);
-    if (headers) this.rateHeaders.set(request, headers);
     if (route) checkRouteScope(principal, route.scope);
     return headers;
   }

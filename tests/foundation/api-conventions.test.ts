@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createApp } from "../../lib/http/app.ts";
@@ -10,6 +11,8 @@ import { openResponseBody, sealResponseBody, storedKeyOf } from "../../lib/idemp
 import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, releaseIdempotencyKey } from "../../lib/idempotency/store.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { pageHeaders, pageRequest } from "../../lib/http/paging.ts";
+import { REPORTS } from "../../lib/reports/catalog.ts";
+import { focusCsv, importCsvText } from "../reports/helpers.ts";
 import { line, seedCatalog as seedEstimateCatalog } from "../estimates/helpers.ts";
 
 /** DESIGN §12: ETags and preconditions, Idempotency-Key, RateLimit headers. */
@@ -103,6 +106,19 @@ describeEachDb("ETag, If-Match and If-None-Match on estimates and templates", (d
     expect(((await now.json()) as any).line_item.quantity).toBe(3);
     const current = now.headers.get("etag")!;
     expect((await t.orgRequest("DELETE", `/cost-estimates/${body.id}/line-items/${lineId}`, { headers: { "if-match": current } })).status).toBe(204);
+  });
+
+  test("templates: four writers holding one ETag, exactly one PUT wins; the list has no ETag and ignores If-None-Match", async () => {
+    const created = await t.orgRequest("POST", "/commitment-plan-templates", { body: TEMPLATE });
+    const { id } = (await created.json()) as any;
+    const etag = created.headers.get("etag")!;
+    const results = await Promise.all(
+      ["A", "B", "C", "D"].map((name) => t.orgRequest("PUT", `/commitment-plan-templates/${id}`, { body: { name }, headers: { "if-match": etag } }).then((r) => r.status)),
+    );
+    expect(results.sort()).toEqual([200, 412, 412, 412]);
+    const list = await t.orgRequest("GET", "/commitment-plan-templates?provider=aws", { headers: { "if-none-match": etag } });
+    expect(list.status).toBe(200);
+    expect(list.headers.get("etag")).toBeNull();
   });
 
   test("two writers holding the same ETag: exactly one wins, the other gets 412", async () => {
@@ -353,6 +369,62 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
   });
 });
 
+describeEachDb("Idempotency-Key on the other POSTs: 201 and 202 answers, bodiless actions, a refused write", (driver) => {
+  const t = useTestApp(driver, { config: { secretKey: randomBytes(32).toString("base64"), connectionsAllowPrivateEndpoints: true } });
+  const connection = (name: string) => ({
+    name,
+    kind: "aws_data_exports",
+    // Nothing listens on port 9: the connection's test and sync fail fast, which is all these need.
+    config: { bucket: "focus-bucket", export_name: "focus", region: "us-east-1", access_key_id: "AKIAIDEMPOTENCY00001", endpoint_url: "http://127.0.0.1:9" },
+    secrets: { secret_access_key: "not-a-real-secret" },
+  });
+  const post = (path: string, key: string, body?: unknown) => t.orgRequest("POST", path, { body, headers: { "idempotency-key": key } });
+  const count = async (table: string) => Number((await t.s.handle.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE org_id = $1`, [t.org.id]))[0]!.n);
+
+  test("a 201 (connection created) and a 202 (sync queued) replay with their status and body; nothing runs twice", async () => {
+    const created = await post("/billing-connections", "create-conn", connection("Payer"));
+    expect(created.status).toBe(201);
+    const body = await created.text();
+    const again = await post("/billing-connections", "create-conn", connection("Payer"));
+    expect([again.status, again.headers.get("idempotency-replayed"), await again.text()]).toEqual([201, "true", body]);
+    expect(await count("billing_connections")).toBe(1);
+
+    const id = JSON.parse(body).id;
+    const queued = await post(`/billing-connections/${id}/sync`, "sync-1");
+    expect(queued.status).toBe(202);
+    const run = await queued.text();
+    const replayed = await post(`/billing-connections/${id}/sync`, "sync-1");
+    expect([replayed.status, await replayed.text()]).toEqual([202, run]);
+    expect(replayed.headers.get("idempotency-replayed")).toBe("true");
+    expect(await count("billing_connection_runs")).toBe(1);
+  });
+
+  test("a bodiless action replays for no body and for {}, and refuses the same key with a body", async () => {
+    const { id } = (await (await post("/billing-connections", "create-for-test", connection("Tested"))).json()) as any;
+    const first = await post(`/billing-connections/${id}/test`, "probe-1");
+    expect(first.status).toBe(200);
+    const answer = await first.text();
+    const empty = await post(`/billing-connections/${id}/test`, "probe-1", {});
+    expect([empty.status, empty.headers.get("idempotency-replayed"), await empty.text()]).toEqual([200, "true", answer]);
+    const other = await post(`/billing-connections/${id}/test`, "probe-1", { anything: 1 });
+    expect(other.status).toBe(422);
+  });
+
+  test("a write refused with 412 frees its key: the retry with a fresh ETag and the same key runs once, then replays", async () => {
+    const created = await t.orgRequest("POST", "/cost-estimates", { body: { provider: "aws", name: "Lines" } });
+    const { id } = (await created.json()) as any;
+    const stale = created.headers.get("etag")!;
+    expect((await t.orgRequest("PATCH", `/cost-estimates/${id}`, { body: { name: "moved on" } })).status).toBe(200);
+    const refused = await t.orgRequest("POST", `/cost-estimates/${id}/line-items`, { body: { line_items: [] }, headers: { "idempotency-key": "add-lines", "if-match": stale } });
+    expect(refused.status).toBe(412);
+    const fresh = (await t.orgRequest("GET", `/cost-estimates/${id}`)).headers.get("etag")!;
+    const ran = await t.orgRequest("POST", `/cost-estimates/${id}/line-items`, { body: { line_items: [] }, headers: { "idempotency-key": "add-lines", "if-match": fresh } });
+    expect([ran.status, ran.headers.get("idempotency-replayed")]).toEqual([200, null]);
+    const replay = await t.orgRequest("POST", `/cost-estimates/${id}/line-items`, { body: { line_items: [] }, headers: { "idempotency-key": "add-lines", "if-match": fresh } });
+    expect(replay.headers.get("idempotency-replayed")).toBe("true");
+  });
+});
+
 describe("RateLimit headers", () => {
   describeEachDb("on every Beta response", (driver) => {
     const t = useTestApp(driver, { config: { apiRateLimitPerMinute: 5 } });
@@ -368,13 +440,19 @@ describe("RateLimit headers", () => {
         expect(reset).toBeLessThanOrEqual(60);
         seen.push(Number(r.headers.get("ratelimit-remaining")));
       }
-      expect(seen).toEqual([...seen].sort((a, b) => b - a));
-      expect(seen[0]).toBe(4);
+      expect(seen).toEqual([4, 3, 2, 1]);
       const notFound = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates/00000000-0000-4000-8000-000000000000`, { key: org.key });
       expect(notFound.status).toBe(404);
       expect(notFound.headers.get("ratelimit-limit")).toBe("5");
       const limited = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws`, { key: org.key });
       expect(limited.status).toBe(429);
+      // A credential used on another organization's path is counted too: its 403 carries the headers.
+      const other = await t.newOrg("other");
+      const foreign = await t.request("GET", `/beta/v1/org/${org.id}/cost-estimates?provider=aws`, { key: other.key });
+      expect(foreign.status).toBe(403);
+      expect([foreign.headers.get("ratelimit-limit"), foreign.headers.get("ratelimit-remaining")]).toEqual(["5", "4"]);
+      const own = await t.request("GET", `/beta/v1/org/${other.id}/cost-estimates?provider=aws`, { key: other.key });
+      expect(own.headers.get("ratelimit-remaining")).toBe("3");
       expect(limited.headers.get("ratelimit-remaining")).toBe("0");
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     });
@@ -427,12 +505,22 @@ describeEachDb("paging of lists (page, page_size, X-Pagination, Link)", (driver)
     expect(((await page2.json()) as any[]).length).toBe(1);
 
     const reports = await t.orgRequest("GET", "/allocation-reports?page_size=3");
-    const all = JSON.parse(reports.headers.get("x-pagination")!);
-    expect(((await reports.json()) as any[]).length).toBe(Math.min(3, all.total_count));
-    expect(all.total_count).toBeGreaterThanOrEqual(7);
-    const periods = await t.orgRequest("GET", "/allocation-reports/cloud_bill_by_account/periods?page_size=1");
-    expect(periods.status).toBe(200);
-    expect(periods.headers.get("x-pagination")).toBeTruthy();
+    expect(((await reports.json()) as any[]).length).toBe(3);
+    expect(JSON.parse(reports.headers.get("x-pagination")!)).toEqual({ page: 1, page_size: 3, total_count: REPORTS.length, total_pages: Math.ceil(REPORTS.length / 3) });
+
+    // Report periods: three months of data and the current month, three to a page.
+    const withData = await t.newOrg("periods");
+    const month = (m: string, next: string) => ({ BillingPeriodStart: `${m}-01T00:00:00Z`, BillingPeriodEnd: `${next}-01T00:00:00Z`, ChargePeriodStart: `${m}-02T00:00:00Z`, ChargePeriodEnd: `${m}-02T01:00:00Z`, BilledCost: 1, EffectiveCost: 1, ListCost: 1, ContractedCost: 1 });
+    await importCsvText(t, withData.id, focusCsv([month("2023-01", "2023-02"), month("2023-02", "2023-03"), month("2023-03", "2023-04")]));
+    const periodsPage = (page: number) => t.request("GET", `/beta/v1/org/${withData.id}/allocation-reports/cloud_bill_by_service/periods?page_size=3&page=${page}`, { key: withData.key });
+    const first = await periodsPage(1);
+    expect(JSON.parse(first.headers.get("x-pagination")!)).toEqual({ page: 1, page_size: 3, total_count: 4, total_pages: 2 });
+    const firstRows = (await first.json()) as any[];
+    expect(firstRows.length).toBe(3);
+    expect(nextLink(first)).toContain("page=2");
+    const second = await periodsPage(2);
+    expect(((await second.json()) as any[]).map((p) => [p.year, p.month])).toEqual([[2023, 1]]);
+    expect(nextLink(second)).toBeUndefined();
     expect((await t.orgRequest("GET", "/allocation-reports/cloud_bill_by_account/periods?page_size=999")).status).toBe(400);
 
     // Keys made in the same instant still page without a repeat or a gap (a unique tiebreaker behind created_at).
@@ -472,5 +560,16 @@ describe("Link URLs", () => {
       '<https://api.example.com/commitops/beta/v1/org/x/segments?provider=aws&page=4&page_size=10>; rel="last"',
     ]);
     expect(JSON.parse(h["x-pagination"]!)).toEqual({ page: 2, page_size: 10, total_count: 35, total_pages: 4 });
+  });
+
+  test("first, last, past the end and empty lists: prev and next only where they lead somewhere", () => {
+    const rels = (page: number, total: number) => {
+      const link = pageHeaders("http://localhost/beta/v1/org/x/segments", "http://localhost", pageRequest({ page, page_size: 10 }), total).link!;
+      return Object.fromEntries([...link.matchAll(/<[^>]*[?&]page=(\d+)[^>]*>; rel="(\w+)"/g)].map((m) => [m[2], Number(m[1])]));
+    };
+    expect(rels(1, 35)).toEqual({ first: 1, next: 2, last: 4 });
+    expect(rels(4, 35)).toEqual({ first: 1, prev: 3, last: 4 });
+    expect(rels(9, 35)).toEqual({ first: 1, prev: 4, last: 4 });
+    expect(rels(1, 0)).toEqual({ first: 1, last: 1 });
   });
 });
