@@ -8,10 +8,12 @@ import { BadRequestError } from "../errors.ts";
  */
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
+/** The highest page number a request may ask for. */
+export const MAX_PAGE = 1_000_000;
 
 /** Query fields of a paged list (spread into the route's query object). */
 export const PageQueryFields = {
-  page: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: "Page number, from 1" })),
+  page: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: "Page number, from 1" })),
   page_size: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Rows per page (1–${MAX_PAGE_SIZE})` })),
 };
 
@@ -32,7 +34,7 @@ export function pageRequest(query: { page?: number; page_size?: number }, defaul
 /** `page`/`page_size` of a route whose query is validated by hand (report params): 400 naming the field. */
 export function pageQueryOf(raw: { page?: unknown; page_size?: unknown }): { page?: number; page_size?: number } {
   const out: { page?: number; page_size?: number } = {};
-  for (const [field, max] of [["page", 1_000_000], ["page_size", MAX_PAGE_SIZE]] as const) {
+  for (const [field, max] of [["page", MAX_PAGE], ["page_size", MAX_PAGE_SIZE]] as const) {
     const v = raw[field];
     if (v === undefined) continue;
     const n = typeof v === "string" && /^\d{1,7}$/.test(v) ? Number(v) : typeof v === "number" ? v : NaN;

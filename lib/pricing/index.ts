@@ -42,7 +42,8 @@ import type { Provider } from "../providers.ts";
 export type QuantityBasis = "resource_count" | "usage_hours" | "usage_quantity";
 export const QUANTITY_BASES: QuantityBasis[] = ["resource_count", "usage_hours", "usage_quantity"];
 
-export type LineStatus = "ok" | "selection_unavailable" | "sku_unavailable" | "no_commitment_options";
+export const LINE_STATUSES = ["ok", "selection_unavailable", "sku_unavailable", "no_commitment_options"] as const;
+export type LineStatus = (typeof LINE_STATUSES)[number];
 
 /** The SKU as the money model needs it. */
 export interface PricingSku {

@@ -4,7 +4,7 @@ import { component, requiredParam } from "../../../../../../lib/http/openapiComp
 import { NullableTextEnum, TextEnum } from "../../../../../../lib/http/text.ts";
 import { PROVIDERS } from "../../../../../../lib/providers.ts";
 import { REPORTS } from "../../../../../../lib/reports/catalog.ts";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../../../../../lib/http/paging.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE } from "../../../../../../lib/http/paging.ts";
 
 /**
  * A query param published with its real type but checked by lib/reports against the report's
@@ -50,7 +50,7 @@ export const ReportQuery = t.Object(
  */
 export const PeriodsQuery = t.Object(
   {
-    page: t.Optional(reportParam<number>({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1, description: "Page number, from 1" })),
+    page: t.Optional(reportParam<number>({ type: "integer", minimum: 1, maximum: MAX_PAGE, default: 1, description: "Page number, from 1" })),
     page_size: t.Optional(reportParam<number>({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Rows per page (1–${MAX_PAGE_SIZE})` })),
     provider: PROVIDER_PARAM(),
     ...REPORT_FILTERS,

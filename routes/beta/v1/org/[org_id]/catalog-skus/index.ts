@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pagedList } from "../../../../../../lib/http/paging.ts";
+import { PageQueryFields, pagedList } from "../../../../../../lib/http/paging.ts";
 import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
 import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
 import { Text } from "../../../../../../lib/http/text.ts";
@@ -14,7 +14,7 @@ const SearchQuery = t.Object({
   region: t.Optional(Text({ maxLength: 100 })),
   service: t.Optional(Text({ maxLength: 100 })),
   instance_type: t.Optional(Text({ maxLength: 100 })),
-  page: t.Optional(t.Integer({ minimum: 1, maximum: 100000, default: 1 })),
+  page: PageQueryFields.page,
   page_size: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: CATALOG_PAGE_SIZE })),
 });
 

@@ -5,7 +5,7 @@ import { NullableText, NullableTextEnum, Text, TextEnum } from "../../../../../.
 import { component, nullable } from "../../../../../../lib/http/openapiComponents.ts";
 import { DEFAULT_ESTIMATE_NAME } from "../../../../../../lib/estimates/service.ts";
 import { PROVIDERS } from "../../../../../../lib/providers.ts";
-import { QUANTITY_BASES } from "../../../../../../lib/pricing/index.ts";
+import { LINE_STATUSES, QUANTITY_BASES } from "../../../../../../lib/pricing/index.ts";
 import { ALL_COMMITMENT_TYPES, CONTRACT_TERMS, PAYMENT_OPTIONS } from "../../../../../../lib/templates/enums.ts";
 
 export const Provider = t.Union([t.Literal("aws"), t.Literal("azure"), t.Literal("gcp")]);
@@ -201,7 +201,7 @@ export const CommitmentOption = component(
 
 const pricingLineFields = {
   line_item_id: Uuid(),
-  status: TextEnum(["ok", "selection_unavailable", "sku_unavailable", "no_commitment_options"] as const),
+  status: TextEnum(LINE_STATUSES),
   detail: t.String(),
   ondemand_monthly_cost: Money(),
   estimated_monthly_cost: Money("The matched option's commitment cost, else on-demand"),
