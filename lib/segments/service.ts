@@ -121,7 +121,11 @@ export async function listSegments(db: DbOrTx, orgId: string, provider?: Provide
  * /commitment-plan-templates does, so the default `segment_id` is always listed.
  */
 export async function pageSegments(db: DbOrTx, orgId: string, opts: { provider?: Provider }, p: Pick<PageRequest, "offset" | "limit">): Promise<Page<SegmentView>> {
-  for (const provider of opts.provider ? [opts.provider] : PROVIDERS) await ensureProviderSegment(db, orgId, provider);
+  // One read for the steady state (every provider-resources segment exists); created only where missing.
+  const present = new Set(
+    (await db.select({ provider: segments.provider }).from(segments).where(and(eq(segments.orgId, orgId), eq(segments.kind, "provider_resources")))).map((r) => r.provider),
+  );
+  for (const provider of opts.provider ? [opts.provider] : PROVIDERS) if (!present.has(provider)) await ensureProviderSegment(db, orgId, provider);
   const where = and(eq(segments.orgId, orgId), opts.provider ? eq(segments.provider, opts.provider) : undefined);
   const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(segments).where(where);
   const rows = await db.select().from(segments).where(where).orderBy(asc(segments.provider), sql`${segments.kind} <> 'provider_resources'`, asc(segments.createdAt), asc(segments.id)).limit(p.limit).offset(p.offset);
