@@ -146,6 +146,8 @@ function monthAnswer(def: ReportDefinition, state: MonthState | undefined, month
 interface RowSource {
   provider: Provider | null;
   frozen: boolean;
+  /** A snapshot of a freeze from before rows were stored as shown (its totals are re-derived when read). */
+  legacy?: boolean;
 }
 
 /**
@@ -156,7 +158,7 @@ const snapshotted = (def: ReportDefinition, p: MonthState["providers"][number]) 
   p.frozen && (p.frozenReports ? p.frozenReports.includes(def.report_type) : def.update_cadence !== "static");
 
 function sourcesOf(def: ReportDefinition, state: MonthState | undefined, provider: Provider | undefined): RowSource[] {
-  if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: snapshotted(def, p) }));
+  if (def.update_cadence !== "static") return (state?.providers ?? []).map((p) => ({ provider: p.provider, frozen: snapshotted(def, p), legacy: p.frozenReports === null }));
   // The commitment inventory is not made of billing rows: every provider has one, frozen with its billing period.
   const frozen = new Set((state?.providers ?? []).filter((p) => snapshotted(def, p)).map((p) => p.provider));
   if (!frozen.size) return [{ provider: provider ?? null, frozen: false }];
@@ -230,8 +232,9 @@ export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefini
 }
 
 /**
- * A frozen row as shown: totals from its rounded parts. Snapshots frozen before totals were
- * derived this way held totals rounded on their own, a cent off the sum of their parts.
+ * A row of a legacy snapshot as shown: totals from its rounded parts. Freezes from before the
+ * freeze recorded its reports (`frozen_reports` null) stored totals rounded on their own, a cent
+ * off the sum of their parts; newer snapshots hold the rows as shown and are served untouched.
  */
 function shownSnapshotRow(def: ReportDefinition, row: Record<string, unknown>): Record<string, unknown> {
   for (const d of def.rounding?.derived ?? []) {
@@ -391,7 +394,13 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
         await readFrom.stream<{ row: unknown }>(
           `SELECT row FROM report_snapshots WHERE org_id = $1::uuid AND report_type = $2 AND provider = $3 AND month = $4::date${snapshotWhere(q.filters, params)} ORDER BY seq`,
           params,
-          (rows) => onBatch(rows.map((r) => shownSnapshotRow(def, (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>))),
+          (rows) =>
+            onBatch(
+              rows.map((r) => {
+                const row = (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>;
+                return src.legacy ? shownSnapshotRow(def, row) : row;
+              }),
+            ),
           batchSize,
           streamOpts,
         ).catch(timedOut);

@@ -44,6 +44,10 @@ describeEachDb("frozen months as older freezes left them", (driver) => {
     );
     expect(bumped.length).toBe(1);
     expect(cents(Number((bumped[0] as any).total))).toBe(cents(before[0]!.total_cost) + 1);
+    // Served as stored while the freeze is a current one (its rows are stored as shown)…
+    expect(cents((await getReport(t, org, "cloud_bill_by_account", Q)).rows[0]!.total_cost)).toBe(cents(before[0]!.total_cost) + 1);
+    // …and re-derived for an old freeze, which did not record its reports.
+    await t.s.handle.query(`UPDATE billing_periods SET frozen_reports = NULL WHERE org_id = $1`, [org.id]);
 
     const after = await getReport(t, org, "cloud_bill_by_account", Q);
     expect(after.period_status).toBe("finalized");
