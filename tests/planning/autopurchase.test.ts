@@ -6,10 +6,9 @@ import { ledgerPurchaser, type Purchaser } from "../../lib/purchasing/purchaser.
 import { generatePlan } from "../../lib/planning/generate.ts";
 import { createCustomSegment, ensureProviderSegment } from "../../lib/segments/service.ts";
 import { commitments } from "../../lib/db/schema/index.ts";
-import { OD, OFFERS, seedCatalog, seedUsage } from "./fixtures.ts";
+import { OD, OFFERS, seedCatalog, seedUsage, spec } from "./fixtures.ts";
 
 const START = new Date("2026-06-10T12:00:00Z");
-const spec = (o: { commitmentType: string; contractTerm: string; paymentOption: string }) => ({ commitment_type: o.commitmentType, contract_term: o.contractTerm, payment_option: o.paymentOption });
 
 describeEachDb("plan generation and auto-purchase", (driver) => {
   let clock = START;

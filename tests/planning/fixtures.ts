@@ -106,3 +106,6 @@ export async function getJson(t: TestContext, path: string, key: string): Promis
   const r = await t.request("GET", path, { key });
   return { r, status: r.status, body: (await r.json()) as any };
 }
+
+/** A template's contract spec for one of OFFERS (as a client writes it). */
+export const spec = (o: { commitmentType: string; contractTerm: string; paymentOption: string }) => ({ commitment_type: o.commitmentType, contract_term: o.contractTerm, payment_option: o.paymentOption });

@@ -11,13 +11,11 @@ import { linksOf, paginationOf, walkPages } from "../helpers/paging.ts";
 import { runDueAutoPurchases } from "../../lib/purchasing/autoPurchase.ts";
 import { createCustomSegment, ensureProviderSegment } from "../../lib/segments/service.ts";
 import { hoistComponents } from "../../lib/http/openapiComponents.ts";
-import { OD, OFFERS, seedCatalog, seedUsage, createTemplate as createTemplateOf, getJson } from "./fixtures.ts";
+import { OD, OFFERS, seedCatalog, seedUsage, createTemplate as createTemplateOf, getJson, spec } from "./fixtures.ts";
+import { isCents, sumCents } from "../purchasing/halfCents.ts";
 
 const START = new Date("2026-06-10T12:00:00Z");
 const DAY = 86_400_000;
-const spec = (o: { commitmentType: string; contractTerm: string; paymentOption: string }) => ({ commitment_type: o.commitmentType, contract_term: o.contractTerm, payment_option: o.paymentOption });
-const isCents = (x: number) => typeof x === "number" && Math.round(x * 100) / 100 === x;
-const sumCents = (xs: number[]) => xs.reduce((a, x) => a + Math.round(x * 100), 0) / 100;
 
 describeEachDb("read APIs: segments and commitment plans", (driver) => {
   let clock = START;

@@ -23,7 +23,7 @@ import { syncDueInventories } from "../../lib/purchasing/inventory.ts";
 import { secretBoxOf } from "../../lib/secrets/index.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { makeUser } from "../oauth/helpers.ts";
-import { OFFERS, seedCatalog, seedUsage } from "../planning/fixtures.ts";
+import { OFFERS, seedCatalog, seedUsage, spec } from "../planning/fixtures.ts";
 import { addComputeSavingsPlanOffer } from "./fixtures.ts";
 
 const SECRET_KEY = randomBytes(32).toString("base64");
@@ -31,7 +31,6 @@ const ACCESS_KEY_ID = "AKIAPURCHASETEST0001";
 const SECRET_ACCESS_KEY = `purchase-secret-${randomBytes(8).toString("hex")}`;
 const START = new Date("2026-06-10T12:00:00Z");
 const DAY = 86_400_000;
-const spec = (o: { commitmentType: string; contractTerm: string; paymentOption: string }) => ({ commitment_type: o.commitmentType, contract_term: o.contractTerm, payment_option: o.paymentOption });
 
 describeEachDb("purchasing through the providers", (driver) => {
   let clock = START;

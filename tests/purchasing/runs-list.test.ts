@@ -10,11 +10,10 @@ import { useTestApp } from "../helpers/app.ts";
 import { linksOf, paginationOf, walkPages } from "../helpers/paging.ts";
 import { runDueAutoPurchases } from "../../lib/purchasing/autoPurchase.ts";
 import { ledgerPurchaser, type Purchaser } from "../../lib/purchasing/purchaser.ts";
-import { OFFERS, seedCatalog, seedUsage, createTemplate as createTemplateOf, getJson } from "../planning/fixtures.ts";
+import { OFFERS, seedCatalog, seedUsage, createTemplate as createTemplateOf, getJson, spec } from "../planning/fixtures.ts";
 
 const START = new Date("2026-06-10T12:00:00Z");
 const DAY = 86_400_000;
-const spec = (o: { commitmentType: string; contractTerm: string; paymentOption: string }) => ({ commitment_type: o.commitmentType, contract_term: o.contractTerm, payment_option: o.paymentOption });
 const SECRET_ERROR = "connection lost mid-purchase at /srv/secret/path.ts:42";
 
 describeEachDb("read APIs: purchase runs and paged purchases", (driver) => {
