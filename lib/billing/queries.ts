@@ -19,6 +19,13 @@ export const SQLX = {
   used: "(li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL AND li.commitment_discount_status = 'Used')",
   unused: "(li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL AND li.commitment_discount_status = 'Unused')",
   ondemand: "(li.charge_category = 'Usage' AND li.commitment_discount_id IS NULL)",
+  /** Commitment cost of the bill: covered usage, the commitments' Unused rows and Purchase fees. */
+  commitmentCost: "((li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase')",
+  /** Tax, credits, adjustments: with ondemand and commitmentCost it partitions every row. */
+  otherCost: "li.charge_category NOT IN ('Usage', 'Purchase')",
+  /** Month and day of the charge (UTC). */
+  chargeMonth: "to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM')",
+  chargeDay: "to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
   /** Commitment group of plan generation: instance family from the instance type. */
   instanceFamily:
     "CASE WHEN li.instance_type IS NULL THEN NULL WHEN li.provider = 'aws' THEN split_part(li.instance_type, '.', 1) WHEN li.provider = 'gcp' THEN split_part(li.instance_type, '-', 1) ELSE regexp_replace(li.instance_type, '[0-9]+', '', 'g') END",
@@ -107,12 +114,17 @@ export interface WindowQuery {
   to: DateLike;
 }
 
-function windowWhere(q: WindowQuery, params: unknown[]): string {
+/**
+ * The org's rows charged in [from, to): `orgId` is pushed as the next parameter unless `org` names
+ * the parameter already holding it. Bounded below by billing period (a row is billed in the month
+ * of its charge or, for corrections, later), so the (org, billing_period, provider) index skips
+ * the older history; no upper bound, so later corrections of the window's charges count.
+ */
+export function chargeWindowWhere(org: { orgId: string } | { param: number }, q: WindowQuery, params: unknown[]): string {
+  const orgParam = "param" in org ? org.param : params.push(org.orgId);
   const from = params.push(iso(q.from));
   const w = [
-    `li.org_id = $1::uuid`,
-    // A row is billed in the month of its charge (or, for corrections, later): this lower bound
-    // lets the (org, billing_period, provider) index skip the older history.
+    `li.org_id = $${orgParam}::uuid`,
     `li.billing_period >= (date_trunc('month', $${from}::timestamptz) - interval '1 month')::date`,
     `li.charge_period_start >= $${from}::timestamptz`,
     `li.charge_period_start < $${params.push(iso(q.to))}::timestamptz`,
@@ -121,10 +133,14 @@ function windowWhere(q: WindowQuery, params: unknown[]): string {
   return w.join(" AND ");
 }
 
+const windowWhere = (q: WindowQuery, params: unknown[]) => chargeWindowWhere({ param: 1 }, q, params);
+
 export interface CoverageUtilizationRow {
   /** Month `YYYY-MM` (groupBy period), account id, service name or commitment id. */
   key: string | null;
   provider: Provider;
+  /** FOCUS BillingCurrency of the amounts: rows never mix currencies. */
+  currency: string;
   /** EffectiveCost of Used rows. */
   used_cost: number;
   /** EffectiveCost of Unused rows (on the holding account). */
@@ -154,7 +170,7 @@ export async function coverageAndUtilization(
   const params: unknown[] = [orgId];
   const where = windowWhere(q, params);
   const key = {
-    period: "to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM')",
+    period: SQLX.chargeMonth,
     account: SQLX.account,
     service: "li.service_name",
     commitment: "li.commitment_discount_id",
@@ -163,7 +179,7 @@ export async function coverageAndUtilization(
     db,
     `WITH w AS (SELECT li.* FROM billing_line_items li WHERE ${where}),
      covered_services AS (SELECT DISTINCT li.provider, COALESCE(li.service_name, '') AS svc FROM w li WHERE ${SQLX.used})
-     SELECT ${key} AS key, li.provider,
+     SELECT ${key} AS key, li.provider, li.billing_currency AS currency,
        COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.used}), 0) AS used_cost,
        COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.unused}), 0) AS unused_cost,
        COALESCE(SUM(${SQLX.odEq}) FILTER (WHERE ${SQLX.used}), 0) AS covered,
@@ -172,7 +188,7 @@ export async function coverageAndUtilization(
        COALESCE(SUM(${SQLX.odEq} - li.effective_cost) FILTER (WHERE ${SQLX.used}), 0) AS savings
      FROM w li
      WHERE li.charge_category = 'Usage' ${q.groupBy === "commitment" ? "AND li.commitment_discount_id IS NOT NULL" : ""}
-     GROUP BY 1, 2 ORDER BY 2, 1`,
+     GROUP BY 1, 2, 3 ORDER BY 2, 3, 1`,
     params,
   );
   return rows
@@ -184,6 +200,7 @@ export async function coverageAndUtilization(
       return {
         key: r.key ?? null,
         provider: r.provider,
+        currency: r.currency,
         used_cost: used,
         unused_cost: unused,
         utilization: used + unused !== 0 ? used / (used + unused) : null,
@@ -199,6 +216,8 @@ export interface SpendRow {
   /** `YYYY-MM` (month), `YYYY-MM-DD` (day), account id or service name. */
   key: string | null;
   provider: Provider;
+  /** FOCUS BillingCurrency of the row's amounts: spend is always grouped by currency. */
+  currency: string;
   billed_cost: number;
   /** Σ EffectiveCost (amortized). */
   effective_cost: number;
@@ -206,36 +225,55 @@ export interface SpendRow {
   commitment_cost: number;
   /** Tax, credits, adjustments. */
   other_cost: number;
+  /**
+   * How far the group's billing data reaches: the latest ChargePeriodEnd (ISO 8601) among its
+   * rows of at most one day (usage-grain rows; monthly fees, taxes and credits span the billing
+   * period and say nothing of how far an export has got). Null when it has no such row.
+   */
+  data_end: string | null;
 }
 
-/** Spend over [from, to) (by charge period start), grouped by month, day, account or service. */
-export async function spendBy(db: DbOrTx, orgId: string, q: WindowQuery & { groupBy: "month" | "day" | "account" | "service" }): Promise<SpendRow[]> {
+export interface SpendQuery extends WindowQuery {
+  groupBy: "month" | "day" | "account" | "service";
+  /** Only rows billed in this currency (FOCUS BillingCurrency, e.g. `USD`). */
+  currency?: string;
+}
+
+/**
+ * Spend over [from, to) (by charge period start), grouped by month, day, account or service,
+ * always per provider and billing currency (amounts in different currencies are never added).
+ */
+export async function spendBy(db: DbOrTx, orgId: string, q: SpendQuery): Promise<SpendRow[]> {
   const params: unknown[] = [orgId];
-  const where = windowWhere(q, params);
+  let where = windowWhere(q, params);
+  if (q.currency) where += ` AND li.billing_currency = $${params.push(q.currency)}`;
   const key = {
-    month: "to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM')",
-    day: "to_char(li.charge_period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    month: SQLX.chargeMonth,
+    day: SQLX.chargeDay,
     account: SQLX.account,
     service: "li.service_name",
   }[q.groupBy];
   const rows = await queryRows<any>(
     db,
-    `SELECT ${key} AS key, li.provider,
+    `SELECT ${key} AS key, li.provider, li.billing_currency AS currency,
        SUM(li.billed_cost) AS billed, SUM(li.effective_cost) AS effective,
        COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.ondemand}), 0) AS ondemand,
-       COALESCE(SUM(li.effective_cost) FILTER (WHERE (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase'), 0) AS commitment,
-       COALESCE(SUM(li.effective_cost) FILTER (WHERE li.charge_category NOT IN ('Usage', 'Purchase')), 0) AS other
-     FROM billing_line_items li WHERE ${where} GROUP BY 1, 2 ORDER BY 2, 1`,
+       COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.commitmentCost}), 0) AS commitment,
+       COALESCE(SUM(li.effective_cost) FILTER (WHERE ${SQLX.otherCost}), 0) AS other,
+       MAX(li.charge_period_end) FILTER (WHERE li.charge_period_end <= li.charge_period_start + interval '1 day') AS data_end
+     FROM billing_line_items li WHERE ${where} GROUP BY 1, 2, 3 ORDER BY 2, 3, 1`,
     params,
   );
   return rows.map((r) => ({
     key: r.key ?? null,
     provider: r.provider,
+    currency: r.currency,
     billed_cost: num(r.billed),
     effective_cost: num(r.effective),
     ondemand_cost: num(r.ondemand),
     commitment_cost: num(r.commitment),
     other_cost: num(r.other),
+    data_end: ts(r.data_end),
   }));
 }
 

@@ -16,6 +16,7 @@ import { classifyError } from "../http/classifyError.ts";
 import { errorForLog } from "../log.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
 import type { Services } from "../services.ts";
+import { isMcpScope, MCP_SCOPES } from "./scopes.ts";
 
 /**
  * The MCP SDK, the tools and zod load on the first assistant call rather than at every start
@@ -44,7 +45,8 @@ export function protectedResourceMetadata(publicUrl: string) {
   return {
     resource: mcpResourceUrl(publicUrl),
     authorization_servers: [publicUrl],
-    scopes_supported: [ASSISTANT_SCOPE],
+    // Every scope the tools use, so a client following MCP scope selection asks for all of them.
+    scopes_supported: [...MCP_SCOPES],
     bearer_methods_supported: ["header"],
     resource_name: "commitops assistant (MCP)",
     resource_documentation: `${publicUrl}/docs`,
@@ -100,7 +102,7 @@ function unauthorized(s: Services, invalidToken: boolean): AppError {
       )
     : new UnauthorizedError(
         "Authentication required: connect your MCP client through OAuth (it discovers the authorization server from the resource metadata) or send `Authorization: Bearer <API key with assistant:read>`.",
-        `Bearer resource_metadata="${meta}"`,
+        `Bearer resource_metadata="${meta}", scope="${MCP_SCOPES.join(" ")}"`,
       );
 }
 
@@ -117,7 +119,9 @@ export async function authenticateMcp(s: Services, headers: Headers): Promise<Pr
   const principal = await resolvePrincipal(s, token, mcpResourceUrl(s.config.publicUrl));
   if (!principal) throw unauthorized(s, true);
   if (!principal.scopes.includes(ASSISTANT_SCOPE)) throw insufficientScope(s);
-  return principal;
+  // The assistant is read-only: whatever else the credential holds, only its assistant scopes
+  // count here (an API key with write scopes reads through /mcp like a read-only one).
+  return { ...principal, scopes: principal.scopes.filter(isMcpScope) };
 }
 
 /** One request to /mcp, whatever its method. Never throws: errors become the spec's error body. */

@@ -3,6 +3,7 @@ import type { Config } from "../config.ts";
 import { isScope, type Scope } from "../auth/scopes.ts";
 import { clientScopes, findClient, type OAuthClient } from "./clients.ts";
 import { normalizeResource } from "./resolver.ts";
+import { isMcpScope } from "../mcp/scopes.ts";
 
 /** The parameters of an authorization request that the login/consent forms carry along. */
 export const AUTHORIZE_PARAMS = ["client_id", "redirect_uri", "response_type", "state", "code_challenge", "code_challenge_method", "scope", "resource"] as const;
@@ -75,13 +76,16 @@ export async function validateAuthorizationRequest(db: DbOrTx, config: Config, s
   if (p.code_challenge_method !== "S256") throw fail("invalid_request", "code_challenge_method must be S256.");
   if (!CHALLENGE.test(p.code_challenge)) throw fail("invalid_request", "code_challenge must be the base64url SHA-256 of the code_verifier (43 characters).");
   if (state !== null && state.length > 2000) throw fail("invalid_request", "state is too long (at most 2000 characters).");
-  const permitted = clientScopes(client);
+  const resource = p.resource === undefined ? defaultResource(config) : normalizeResource(p.resource);
+  if (!allowedResources(config).includes(resource)) throw fail("invalid_target", `resource must be one of ${allowedResources(config).join(", ")}.`);
+  // A token for the assistant carries only the assistant's read scopes (it is read-only), and
+  // without a scope parameter it gets all of them: every tool area, no write scope.
+  const forAssistant = resource === defaultResource(config);
+  const permitted = clientScopes(client).filter((s) => !forAssistant || isMcpScope(s));
   // Unknown scopes are ignored (RFC 6749 §3.3 lets the server narrow the request); none left → invalid_scope.
   const requested = p.scope === undefined || p.scope.trim() === "" ? permitted : [...new Set(p.scope.trim().split(/\s+/))];
   const scopes = requested.filter((s): s is Scope => isScope(s) && permitted.includes(s));
-  if (scopes.length === 0) throw fail("invalid_scope", `None of the requested scopes is available. Supported: ${permitted.join(" ")}.`);
-  const resource = p.resource === undefined ? defaultResource(config) : normalizeResource(p.resource);
-  if (!allowedResources(config).includes(resource)) throw fail("invalid_target", `resource must be one of ${allowedResources(config).join(", ")}.`);
+  if (scopes.length === 0) throw fail("invalid_scope", `None of the requested scopes is available${forAssistant ? " to the assistant, which is read-only" : ""}. Supported: ${permitted.join(" ")}.`);
   return { client, redirectUri, state, codeChallenge: p.code_challenge, scopes, resource, params: p };
 }
 

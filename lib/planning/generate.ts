@@ -10,18 +10,47 @@ import { commitmentPlanItems, commitmentPlans, commitments } from "../db/schema/
 import type { Segment } from "../segments/service.ts";
 import type { TemplateConfiguration } from "../templates/service.ts";
 import { SPEND_BASED_TYPES, type ContractSpec, type Provider } from "../templates/enums.ts";
-import { sizeCommitments, type PlanningGroup, type SizingResult, type UnitQuote } from "./optimize.ts";
+import { sizeCommitments, type PlanningGroup, type SizingResult, type SizingSkipReason, type UnitQuote } from "./optimize.ts";
 import { groupQuotes } from "./quotes.ts";
 import { familyOf, segmentHourlyUsage } from "./usage.ts";
 import { queryRows } from "../billing/sql.ts";
 
 const HOUR = 3_600_000;
 
+/**
+ * Why a usage group got no item: sizing's reasons (lib/planning/optimize.ts SizingSkipReason)
+ * plus those decided before sizing: `no_catalog_offer` (the catalog has no priced SKU with a
+ * commitment offer for the group's instance family and region) and `no_offer_for_contract_specs`
+ * (it has offers, none of the template's contract specs).
+ */
+export type NoPurchaseReason = SizingSkipReason | "no_catalog_offer" | "no_offer_for_contract_specs";
+
+export interface UnplannedGroup {
+  groupKey: string;
+  region: string;
+  instanceFamily: string;
+  /** The family's reference SKU (null when the catalog has none). */
+  instanceType: string | null;
+  reason: NoPurchaseReason;
+  /** `no_offer_for_contract_specs`: the specs the catalog does offer for the reference SKU. */
+  offeredSpecs: string[] | null;
+  /** Sizing reasons: the share of the usage active commitments cover, the best allowed discount. */
+  coveredShare: number | null;
+  bestDiscount: number | null;
+}
+
 export interface GeneratedPlan {
   provider: Provider;
   usageFrom: Date;
   usageTo: Date;
+  /** Usage groups with at least one allowed option (what sizing analysed). */
   groupCount: number;
+  /** Usage groups (region × instance family) with eligible usage in the window. */
+  usageGroupCount: number;
+  /** The end of the provider's latest billed usage hour (null: none in the last two months). */
+  latestUsageAt: Date | null;
+  /** Every usage group without an item, and why (by group key). */
+  unplanned: UnplannedGroup[];
   sizing: SizingResult;
 }
 
@@ -73,10 +102,23 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
   const buyable = (q: UnitQuote) => allowed.has(`${q.commitmentType}/${q.contractTerm}/${q.paymentOption}`);
 
   const groups: (PlanningGroup & { meanCost: number; refOd: number; allQuotes: UnitQuote[] })[] = [];
+  const unplanned: UnplannedGroup[] = [];
   for (const u of usage) {
     const ref = refs.get(u.key);
     const quotes = ref?.quotes.filter(buyable) ?? [];
-    if (!ref || !quotes.length) continue;
+    if (!ref || !quotes.length) {
+      unplanned.push({
+        groupKey: u.key,
+        region: u.region,
+        instanceFamily: u.instanceFamily,
+        instanceType: ref?.instanceType ?? null,
+        reason: ref ? "no_offer_for_contract_specs" : "no_catalog_offer",
+        offeredSpecs: ref ? ref.offeredSpecs : null,
+        coveredShare: null,
+        bestDiscount: null,
+      });
+      continue;
+    }
     const units = new Float64Array(u.hourlyCost.length);
     let sum = 0;
     for (let h = 0; h < units.length; h++) {
@@ -112,7 +154,24 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
       g.coverage = (g.coverage as number) + odDollars / g.refOd;
     }
   }
-  return { provider, usageFrom, usageTo, groupCount: groups.length, sizing: sizeCommitments(groups, config.max_upfront_cost) };
+  const sizing = sizeCommitments(groups, config.max_upfront_cost);
+  const byKey = new Map(groups.map((g) => [g.key, g]));
+  const usageByKey = new Map(usage.map((u) => [u.key, u]));
+  for (const k of sizing.skipped) {
+    const u = usageByKey.get(k.groupKey)!;
+    unplanned.push({
+      groupKey: k.groupKey,
+      region: u.region,
+      instanceFamily: u.instanceFamily,
+      instanceType: byKey.get(k.groupKey)?.instanceType ?? null,
+      reason: k.reason,
+      offeredSpecs: null,
+      coveredShare: k.coveredShare,
+      bestDiscount: k.bestDiscount,
+    });
+  }
+  unplanned.sort((a, b) => a.groupKey.localeCompare(b.groupKey));
+  return { provider, usageFrom, usageTo, groupCount: groups.length, usageGroupCount: usage.length, latestUsageAt: latest, unplanned, sizing };
 }
 
 export type PlanStatus = "generated" | "purchased" | "not_purchased";

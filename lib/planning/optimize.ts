@@ -183,11 +183,65 @@ function unitsWithinBudget(q: UnitQuote, budget: number, max: number): number {
   return capped > 0 ? capped : 0;
 }
 
+/**
+ * Why sizing bought nothing for a group (surfaced by the planning tools as a plan's
+ * no-purchase reasons, lib/planning/reasons.ts):
+ * - `no_eligible_usage`: the group's hours hold no usage at all;
+ * - `no_discount`: every allowed option costs as much as on-demand or more;
+ * - `covered_by_active_commitments`: the usage alone would buy, but what active commitments leave uncovered does not;
+ * - `usage_below_one_unit`: the steady usage is below one whole unit of a resource commitment;
+ * - `usage_too_intermittent`: usage runs in too few hours for a commitment to pay for itself;
+ * - `upfront_budget_exhausted`: only upfront options save, and the upfront budget went to groups saving more per dollar.
+ */
+export type SizingSkipReason = "no_eligible_usage" | "no_discount" | "covered_by_active_commitments" | "usage_below_one_unit" | "usage_too_intermittent" | "upfront_budget_exhausted";
+
+export interface SkippedGroup {
+  groupKey: string;
+  reason: SizingSkipReason;
+  /** Share of the group's eligible usage already covered by active commitments (0-1). */
+  coveredShare: number;
+  /** The best gross discount among the group's allowed options (0-1; ≤ 0: none cheaper than on-demand). */
+  bestDiscount: number;
+}
+
 export interface SizingResult {
   items: SizedOption[];
   totalUpfront: number;
   monthlyNetSavings: number;
   monthlyCost: number;
+  /** The groups with allowed options that got no item, and why. */
+  skipped: SkippedGroup[];
+}
+
+/** The (continuous) usage quantile at a quote's discount level: what optimalUnits rounds to whole units. */
+function quantileAtDiscount(profile: UsageProfile, q: UnitQuote): number {
+  const T = profile.hours;
+  const d = discountOf(q);
+  if (T === 0 || d <= 0) return 0;
+  const k = Math.ceil(d * T - 1e-9);
+  return k <= 0 ? 0 : profile.sorted[Math.min(k, T) - 1]!;
+}
+
+/** Why bestOption found nothing for a group (see SizingSkipReason), with the same rules it applies. */
+function whyNothing(g: PlanningGroup, profile: UsageProfile): SizingSkipReason {
+  if (!(profile.eligibleTotal > 0)) return "no_eligible_usage";
+  if (g.quotes.every((q) => discountOf(q) <= 0)) return "no_discount";
+  const covered = profile.total < profile.eligibleTotal - 1e-9;
+  // The usage without the active commitments' coverage: had it bought, the coverage is why not.
+  const raw = covered ? new UsageProfile(g.usage, profile.eligibleTotal) : profile;
+  if (covered && bestOption(g, raw, g.quotes)) return "covered_by_active_commitments";
+  if (g.quotes.some((q) => !q.spendBased && discountOf(q) > 0 && quantileAtDiscount(raw, q) > 0 && optimalUnits(raw, q) === 0)) return "usage_below_one_unit";
+  return "usage_too_intermittent";
+}
+
+function skippedGroup(g: PlanningGroup, profile: UsageProfile, reason: SizingSkipReason): SkippedGroup {
+  const eligible = profile.eligibleTotal;
+  return {
+    groupKey: g.key,
+    reason,
+    coveredShare: eligible > 0 ? Math.min(1, Math.max(0, (eligible - profile.total) / eligible)) : 0,
+    bestDiscount: g.quotes.reduce((m, q) => Math.max(m, discountOf(q)), -Infinity),
+  };
 }
 
 /**
@@ -197,6 +251,7 @@ export interface SizingResult {
  */
 export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number): SizingResult {
   const chosen: SizedOption[] = [];
+  const skipped: SkippedGroup[] = [];
   const upgrades: { base: SizedOption | null; best: SizedOption; profile: UsageProfile; group: PlanningGroup; ratio: number }[] = [];
   for (const g of groups) {
     if (!g.quotes.length) continue;
@@ -205,7 +260,10 @@ export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number)
     for (let h = 0; h < g.usage.length; h++) eligible += g.usage[h]!;
     const profile = new UsageProfile(uncovered, eligible);
     const best = bestOption(g, profile, g.quotes);
-    if (!best) continue;
+    if (!best) {
+      skipped.push(skippedGroup(g, profile, whyNothing(g, profile)));
+      continue;
+    }
     if (best.upfrontCost <= 0) {
       chosen.push(best);
       continue;
@@ -239,6 +297,7 @@ export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number)
       if (topUp) chosen.push(topUp);
       remaining -= partial.upfrontCost;
     } else if (u.base) chosen.push(u.base);
+    else skipped.push(skippedGroup(u.group, u.profile, "upfront_budget_exhausted"));
   }
   chosen.sort((a, b) => a.groupKey.localeCompare(b.groupKey) || b.upfrontCost - a.upfrontCost);
   let totalUpfront = 0;
@@ -249,5 +308,6 @@ export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number)
     monthlyNetSavings += c.monthlyNetSavings;
     monthlyCost += c.monthlyCost;
   }
-  return { items: chosen, totalUpfront, monthlyNetSavings, monthlyCost };
+  skipped.sort((a, b) => a.groupKey.localeCompare(b.groupKey));
+  return { items: chosen, totalUpfront, monthlyNetSavings, monthlyCost, skipped };
 }

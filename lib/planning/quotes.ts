@@ -26,6 +26,8 @@ export interface ReferenceSku {
   /** On-demand rate per instance type of the family (to convert commitments to units). */
   ratesByInstanceType: Map<string, number>;
   quotes: UnitQuote[];
+  /** Every `commitment_type/contract_term/payment_option` the catalog offers for the reference SKU (what a template could buy). */
+  offeredSpecs: string[];
 }
 
 const specKey = (t: string, term: string, pay: string) => `${t}/${term}/${pay}`;
@@ -75,7 +77,9 @@ export async function groupQuotes(
     withLeases.sort((a, b) => Number(b.sku.orgId !== PUBLIC_CATALOG) - Number(a.sku.orgId !== PUBLIC_CATALOG) || Number(/linux/i.test(b.sku.os)) - Number(/linux/i.test(a.sku.os)) || a.od - b.od || a.sku.id.localeCompare(b.sku.id));
     const ref = withLeases[0]!;
     const quotes: UnitQuote[] = [];
-    for (const lease of applicableLeases(ref.inputs)) {
+    const leases = applicableLeases(ref.inputs);
+    const offeredSpecs = [...new Set(leases.map((l) => specKey(l.offer.commitmentType, l.offer.contractTerm, l.offer.paymentOption)))];
+    for (const lease of leases) {
       const e = offerUnitEconomics(ref.inputs, lease);
       if (!allowed.has(specKey(e.commitmentType, e.contractTerm, e.paymentOption))) continue;
       quotes.push({
@@ -95,7 +99,7 @@ export async function groupQuotes(
         spendBased: commitsToSpend(e.commitmentType),
       });
     }
-    out.set(key, { catalogSkuId: ref.sku.id, instanceType: ref.sku.instanceType, region: ref.sku.region, ondemandHourlyRate: ref.od, ratesByInstanceType: rates, quotes });
+    out.set(key, { catalogSkuId: ref.sku.id, instanceType: ref.sku.instanceType, region: ref.sku.region, ondemandHourlyRate: ref.od, ratesByInstanceType: rates, quotes, offeredSpecs });
   }
   return out;
 }

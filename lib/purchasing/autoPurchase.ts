@@ -20,6 +20,7 @@ import { getSegment } from "../segments/service.ts";
 import { dueExecutionDate, utcDate } from "../templates/schedule.ts";
 import { autoPurchaseOf, configurationOf } from "../templates/service.ts";
 import { generatePlan, savePlan } from "../planning/generate.ts";
+import { belowMinMonthlySavings } from "../planning/reasons.ts";
 import { sumCents } from "../pricing/display.ts";
 import { purchaserOf, type Purchaser } from "./purchaser.ts";
 import { expireStaleApprovals, purchaseInFlight } from "./orders.ts";
@@ -112,7 +113,7 @@ async function executeRun(s: Services, tx: Tx, run: PendingRun, purchaser: Purch
   let outcome: RunOutcome;
   if (!ap.enabled) outcome = "disabled";
   else if (!plan.sizing.items.length) outcome = "nothing_to_buy";
-  else if (shownSavings < ap.min_monthly_savings) outcome = "below_min_monthly_savings";
+  else if (belowMinMonthlySavings(shownSavings, ap.min_monthly_savings)) outcome = "below_min_monthly_savings";
   else outcome = "purchased";
   const planId = await savePlan(tx, {
     orgId: t.orgId,

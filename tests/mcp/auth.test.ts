@@ -1,3 +1,4 @@
+import { MCP_SCOPES } from "../../lib/mcp/scopes.ts";
 import { expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
@@ -35,7 +36,7 @@ describeEachDb("mcp authentication, origin and CORS", (driver) => {
     expect(await r.json()).toMatchObject({
       resource: "http://localhost/mcp",
       authorization_servers: ["http://localhost"],
-      scopes_supported: ["assistant:read"],
+      scopes_supported: [...MCP_SCOPES],
       bearer_methods_supported: ["header"],
     });
     expect(r.headers.get("access-control-allow-origin")).toBe("*");
@@ -45,7 +46,7 @@ describeEachDb("mcp authentication, origin and CORS", (driver) => {
     const r = await rpc(null);
     expect(r.status).toBe(401);
     const www = r.headers.get("www-authenticate")!;
-    expect(www).toBe(`Bearer resource_metadata="${PRM}"`);
+    expect(www).toBe(`Bearer resource_metadata="${PRM}", scope="${MCP_SCOPES.join(" ")}"`);
     const b = await r.json();
     expect(b).toMatchObject({ error: "Unauthorized", type: "unauthorized", code: 401, errors: {}, url: "/mcp" });
   }, 60_000);
@@ -154,10 +155,11 @@ describeEachDb("mcp authentication, origin and CORS", (driver) => {
     const spendB = (await callTool(b.key, "get_spend", { group_by: "account" })).structuredContent;
     expect(spendA.rows.length).toBeGreaterThan(0);
     expect(spendB.rows.length).toBeGreaterThan(0);
-    expect(spendA.totals.effective_cost).toBeGreaterThan(0);
+    expect(spendA.totals.map((x: any) => x.currency)).toEqual(["USD"]);
+    expect(spendA.totals[0].effective_cost).toBeGreaterThan(0);
     expect(spendA.rows.every((r: any) => sa.accountIds.includes(r.key))).toBe(true);
     expect(spendB.rows.every((r: any) => sb.accountIds.includes(r.key))).toBe(true);
-    expect(spendB.totals.effective_cost).toBeCloseTo(spendA.totals.effective_cost * 3, 1);
+    expect(spendB.totals[0].effective_cost).toBeCloseTo(spendA.totals[0].effective_cost * 3, 1);
 
     // Another org's commitment, by id or provider id, does not exist for this caller.
     const other = cb.commitments[0];

@@ -9,6 +9,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { createServices } from "../../lib/services.ts";
 import { NOW, seedOrgBilling } from "./fixtures.ts";
+import { focusCsv, importCsvText } from "../reports/helpers.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const CONFORMANCE = join(ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
@@ -32,6 +33,13 @@ describeEachDb("mcp with the conformance suite and the Inspector CLI", (driver) 
 
   beforeAll(async () => {
     await seedOrgBilling(t.s.db, t.org.id, { scale: 1, tag: "555" });
+    // An imported month, so report months are listed as resources (resources-list is not vacuous).
+    await importCsvText(
+      t,
+      t.org.id,
+      focusCsv([{ BillingPeriodStart: "2026-05-01T00:00:00Z", BillingPeriodEnd: "2026-06-01T00:00:00Z", ChargePeriodStart: "2026-05-02T00:00:00Z", ChargePeriodEnd: "2026-05-02T01:00:00Z", BilledCost: "3.5", EffectiveCost: "3.5", ListCost: "3.5", ContractedCost: "3.5" }]),
+      { now: NOW },
+    );
     let app: ReturnType<typeof createApp> | undefined;
     // The real service, with full authentication.
     server = Bun.serve({ port: 0, hostname: "127.0.0.1", idleTimeout: 0, fetch: (req) => app!.handle(req) });
@@ -61,13 +69,20 @@ describeEachDb("mcp with the conformance suite and the Inspector CLI", (driver) 
   });
 
   test(
-    "conformance server scenarios: server-initialize, ping, tools-list, dns-rebinding-protection",
+    "conformance server scenarios for every capability declared: initialize, ping, tools, resources, prompts, DNS rebinding",
     async () => {
-      for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]) {
-        const r = await run([CONFORMANCE, "server", "--url", `${gatewayUrl}/mcp`, "--scenario", scenario]);
+      // The scenarios that apply to any server with tools, resources and prompts. The others
+      // (tools-call-*, resources-read-text, prompts-get-*, …) call fixtures of the suite's own
+      // test server (test_simple_text, test://static-text, test_simple_prompt) or capabilities
+      // we do not declare (logging, completions, subscriptions, sampling, elicitation).
+      for (const scenario of ["server-initialize", "ping", "tools-list", "resources-list", "prompts-list", "dns-rebinding-protection"]) {
+        const r = await run([CONFORMANCE, "server", "--url", `${gatewayUrl}/mcp`, "--scenario", scenario, "--verbose"]);
         expect(r.out).toContain("0 failed");
         expect(r.out).not.toContain("FAILURE");
         expect(r.code).toBe(0);
+        // Not vacuous: the lists the scenarios check hold items.
+        if (scenario === "resources-list") expect(r.out).toMatch(/"resourceCount": ?[1-9]/);
+        if (scenario === "prompts-list") expect(r.out).toMatch(/"promptCount": ?[1-9]/);
         if (scenario === "dns-rebinding-protection") {
           expect(r.out).toContain("localhost-host-rebinding-rejected");
           expect(r.out).toContain("Passed: 2/2");

@@ -1,25 +1,14 @@
 import { expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describeEachDb } from "../helpers/db.ts";
-import { useTestApp, type TestContext } from "../helpers/app.ts";
-import { NOW, seedOrgBilling, type SeededOrg } from "./fixtures.ts";
+import { useTestApp } from "../helpers/app.ts";
+import { NOW, seedOrgBilling, type SeededOrg, connectMcp } from "./fixtures.ts";
 import { line, seedCatalog } from "../estimates/helpers.ts";
 import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
 import { getSegment } from "../../lib/segments/service.ts";
+import { rebuildAllBillingSummaries } from "../../lib/billing/summaries.ts";
 
 const DAY = 86_400_000;
-
-/** The SDK's own client, over Streamable HTTP, with a fetch that calls the real app. */
-async function connect(t: TestContext, key: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), {
-    fetch: (url, init) => t.app.handle(new Request(url, init)),
-    requestInit: { headers: { authorization: `Bearer ${key}` } },
-  });
-  const client = new Client({ name: "e2e", version: "1.0.0" });
-  await client.connect(transport);
-  return client;
-}
 
 describeEachDb("mcp end to end with the SDK client", (driver) => {
   const t = useTestApp(driver, { now: () => NOW });
@@ -36,7 +25,7 @@ describeEachDb("mcp end to end with the SDK client", (driver) => {
 
   test("initialize and tools/list: every area, read-only, with input and output schemas", async () => {
     seeded = await seedOrgBilling(t.s.db, t.org.id, { scale: 1, tag: "123" });
-    client = await connect(t, t.org.key);
+    client = await connectMcp(t, t.org.key);
     expect(client.getServerVersion()?.name).toBe("commitops");
     expect(client.getInstructions()).toContain("read-only");
     const { tools } = await client.listTools();
@@ -88,29 +77,45 @@ describeEachDb("mcp end to end with the SDK client", (driver) => {
   }, 60_000);
 
   test("coverage and utilization by period, account, service and commitment", async () => {
+    // The tool reads the allocation reports, which read the per-period summaries and billing
+    // periods an import writes; the fixture inserts raw rows, so build those here.
+    await rebuildAllBillingSummaries(t.s.db, t.org.id);
+    await t.s.handle.query(
+      `INSERT INTO billing_periods (org_id, provider, month, status) SELECT DISTINCT org_id, provider, billing_period, 'open' FROM billing_line_items WHERE org_id = $1 ON CONFLICT DO NOTHING`,
+      [t.org.id],
+    );
     const today = Date.UTC(NOW.getUTCFullYear(), NOW.getUTCMonth(), NOW.getUTCDate());
     let od = 0;
     for (let i = 1; i <= seeded.days; i++) od += seeded.ondemandPerDay(new Date(today - i * DAY));
     const covered = seeded.days * seeded.listOfUsedPerDay;
     const p = await call("get_coverage_and_utilization", { group_by: "period" });
+    expect(p.window).toEqual({ start_month: "2026-04", end_month: "2026-06" });
     expect(p.rows.map((r: any) => r.key)).toEqual(["2026-04", "2026-05", "2026-06"]);
-    expect(p.totals.used_cost).toBeCloseTo(seeded.days * seeded.usedPerDay, 2);
-    expect(p.totals.utilization).toBeCloseTo(0.8, 4);
-    expect(p.totals.coverage).toBeCloseTo(covered / (covered + od), 4);
-    expect(p.totals.savings).toBeCloseTo(seeded.days * 4, 2);
+    expect(p.totals.map((x: any) => x.currency)).toEqual(["USD"]);
+    const [tot] = p.totals;
+    expect(tot.commitment_used_cost).toBeCloseTo(seeded.days * seeded.usedPerDay, 2);
+    expect(tot.commitment_unused_allocated_cost).toBeCloseTo(seeded.days * seeded.unusedPerDay, 2);
+    expect(tot.utilization).toBeCloseTo(0.8, 4);
+    expect(tot.coverage).toBeCloseTo(covered / (covered + od), 4);
+    expect(tot.savings).toBeCloseTo(seeded.days * 4, 2);
 
     const byCommitment = await call("get_coverage_and_utilization", { group_by: "commitment" });
-    expect(byCommitment.rows.map((r: any) => r.key)).toEqual([seeded.spArn]);
-    expect(byCommitment.totals).toEqual(p.totals);
-    const byAccount = await call("get_coverage_and_utilization", { group_by: "account", start_date: "2026-06-01", end_date: "2026-06-08" });
-    expect(byAccount.window).toEqual({ start_date: "2026-06-01", end_date: "2026-06-08" });
-    expect(byAccount.rows.find((r: any) => r.key === seeded.accountIds[1]).used_cost).toBeCloseTo(7 * seeded.usedPerDay, 2);
+    expect([...new Set(byCommitment.rows.map((r: any) => r.key))]).toEqual([seeded.spArn]);
+    expect(byCommitment.totals[0].commitment_used_cost).toBe(tot.commitment_used_cost);
+    expect(byCommitment.totals[0].coverage).toBeNull();
+    const byAccount = await call("get_coverage_and_utilization", { group_by: "account", start_month: "2026-06", end_month: "2026-06" });
+    expect(byAccount.window).toEqual({ start_month: "2026-06", end_month: "2026-06" });
+    // June 1-16: the user (accountIds[1]) carries the Unused cost, not the holding account (accountIds[0]).
+    const user = byAccount.rows.find((r: any) => r.key === seeded.accountIds[1]);
+    expect(user.commitment_used_cost).toBeCloseTo(16 * seeded.usedPerDay, 2);
+    expect(user.commitment_unused_allocated_cost).toBeCloseTo(16 * seeded.unusedPerDay, 2);
+    expect(byAccount.rows.find((r: any) => r.key === seeded.accountIds[0]).commitment_unused_allocated_cost).toBe(0);
     const byService = await call("get_coverage_and_utilization", { group_by: "service" });
-    expect(byService.rows.map((r: any) => r.key)).toEqual(["AmazonEC2"]);
+    expect([...new Set(byService.rows.map((r: any) => r.key))]).toEqual(["AmazonEC2"]);
 
-    const bad: any = await client.callTool({ name: "get_coverage_and_utilization", arguments: { start_date: "2026-06-10", end_date: "2026-06-01" } });
+    const bad: any = await client.callTool({ name: "get_coverage_and_utilization", arguments: { start_month: "2026-06", end_month: "2026-05" } });
     expect(bad.isError).toBe(true);
-    expect(bad.content[0].text).toContain("end_date");
+    expect(bad.content[0].text).toContain("end_month");
   }, 60_000);
 
   test("spend by month, day, account and service", async () => {
@@ -118,17 +123,25 @@ describeEachDb("mcp end to end with the SDK client", (driver) => {
     let expected = 0;
     for (let i = 1; i <= seeded.days; i++) expected += seeded.ondemandPerDay(new Date(today - i * DAY)) + seeded.usedPerDay + seeded.unusedPerDay;
     const m = await call("get_spend", { group_by: "month" });
-    expect(m.totals.effective_cost).toBeCloseTo(expected, 2);
+    expect(m.totals.map((x: any) => x.currency)).toEqual(["USD"]);
+    expect(m.rows.every((r: any) => r.currency === "USD")).toBe(true);
+    expect(m.totals[0].effective_cost).toBeCloseTo(expected, 2);
     expect(m.rows.reduce((a: number, r: any) => a + r.effective_cost, 0)).toBeCloseTo(expected, 2);
     const d = await call("get_spend", { group_by: "day", start_date: "2026-06-15", end_date: "2026-06-17" });
     expect(d.rows.map((r: any) => r.key)).toEqual(["2026-06-15", "2026-06-16"]);
     // 2026-06-15 is a Monday: weekday on-demand.
     expect(d.rows[0].ondemand_cost).toBeCloseTo(seeded.ondemandPerDay(new Date("2026-06-15T00:00:00Z")), 4);
     expect(d.rows[0].commitment_cost).toBeCloseTo(10, 4);
+    // The cents of the daily bill report (REST; its summaries were built above), every money column.
+    const daily = (await (await t.orgRequest("GET", "/allocation-reports/cloud_bill_daily?year=2026&month=6")).json()).rows as any[];
+    for (const r of d.rows) {
+      const line = daily.find((x) => x.date === r.key && x.provider === r.provider && x.billing_currency === r.currency);
+      expect(r).toEqual({ key: line.date, provider: line.provider, currency: line.billing_currency, billed_cost: line.billed_cost, effective_cost: line.total_cost, ondemand_cost: line.ondemand_cost, commitment_cost: line.commitment_cost, other_cost: line.other_cost });
+    }
     const recent = await call("get_spend", { group_by: "day", limit: 3 });
     expect(recent.rows.map((r: any) => r.key)).toEqual(["2026-06-14", "2026-06-15", "2026-06-16"]);
     expect(recent.truncated).toBe(true);
-    expect(recent.totals.effective_cost).toBeCloseTo(expected, 2);
+    expect(recent.totals[0].effective_cost).toBeCloseTo(expected, 2);
     const acc = await call("get_spend", { group_by: "account", limit: 1 });
     expect(acc.rows).toHaveLength(1);
     expect(acc.truncated).toBe(true);
@@ -210,7 +223,7 @@ describeEachDb("mcp end to end with the SDK client", (driver) => {
     expect(stored.plans[0].item_count).toBe(plan.items.length);
     // Another org sees none of them.
     const other = await t.newOrg("Other", ["assistant:read", "templates:read"]);
-    const otherClient = await connect(t, other.key);
+    const otherClient = await connectMcp(t, other.key);
     const none: any = await otherClient.callTool({ name: "list_latest_plans", arguments: {} });
     expect(none.structuredContent.plans).toEqual([]);
     await otherClient.close();

@@ -1,3 +1,6 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { TestContext } from "../helpers/app.ts";
 import { billingLineItems, cloudAccounts, commitments } from "../../lib/db/schema/index.ts";
 import type { Db } from "../../lib/db/index.ts";
 
@@ -86,3 +89,14 @@ export function mcpHeaders(key: string | null, extra: Record<string, string> = {
 }
 
 export const initializeBody = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1.0.0" } } };
+
+/** The SDK's own client over Streamable HTTP, with a fetch that calls the real app. */
+export async function connectMcp(t: TestContext, key: string, name = "commitops-test"): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), {
+    fetch: (url, init) => t.app.handle(new Request(url, init)),
+    requestInit: { headers: { authorization: `Bearer ${key}` } },
+  });
+  const client = new Client({ name, version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}

@@ -6,27 +6,17 @@
  */
 import { expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describeEachDb } from "../helpers/db.ts";
-import { useTestApp, type TestContext } from "../helpers/app.ts";
+import { useTestApp } from "../helpers/app.ts";
 import { billingLineItems } from "../../lib/db/schema/index.ts";
 import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
 import { getSegment } from "../../lib/segments/service.ts";
-import { NOW } from "./fixtures.ts";
+import { rebuildAllBillingSummaries } from "../../lib/billing/summaries.ts";
+import { NOW, connectMcp } from "./fixtures.ts";
 import { HALF_CENT_SPEC, isCents, isRate6, seedHalfCentWorkloads, sumCents } from "../purchasing/halfCents.ts";
 
 const DAY = 86_400_000;
 const rate6 = (x: number) => Math.round(x * 1e6) / 1e6;
-
-async function connect(t: TestContext, key: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), {
-    fetch: (url, init) => t.app.handle(new Request(url, init)),
-    requestInit: { headers: { authorization: `Bearer ${key}` } },
-  });
-  const client = new Client({ name: "money-shown", version: "1.0.0" });
-  await client.connect(transport);
-  return client;
-}
 
 async function callTool(client: Client, name: string, args: Record<string, unknown> = {}) {
   const r: any = await client.callTool({ name, arguments: args });
@@ -46,13 +36,47 @@ function row(orgId: string, day: string, o: Record<string, unknown>) {
   };
 }
 
+/** An amount with at most 3 decimals, in thousandths (integers: no float noise). */
+const mills = (v: unknown) => Math.round(Number(v ?? 0) * 1000);
+
+/** `n` extra cents to the cells of largest remainder (ties: the earlier cell). Amounts in mills. */
+function spread(exact: number[], target: number): number[] {
+  const floors = exact.map((x) => Math.floor(x / 10));
+  let extra = target - floors.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => ({ i, r: x - 10 * Math.floor(x / 10) })).sort((a, b) => b.r - a.r || a.i - b.i);
+  for (const o of order) if (extra-- > 0) floors[o.i]! += 1;
+  return floors;
+}
+
+/**
+ * The reports' rounding (DESIGN §12), on its own here: per invoice, the total of on-demand +
+ * commitment + other is its exact sum to the cent (half up), shared among the three by largest
+ * remainder; each part, and billed cost (its own total), is spread over the invoice's cells by
+ * largest remainder (ties: cells in key order). Returns the cents of each cell.
+ */
+function reportCents(lines: { invoice: string; cell: string; billed: number; parts: number[] }[]): Map<string, { billed: number; parts: number[] }> {
+  const out = new Map<string, { billed: number; parts: number[] }>();
+  for (const invoice of [...new Set(lines.map((l) => l.invoice))]) {
+    const mine = lines.filter((l) => l.invoice === invoice);
+    const cells = [...new Set(mine.map((l) => l.cell))].sort();
+    const sum = (f: (l: (typeof mine)[number]) => number, cell?: string) => mine.filter((l) => cell === undefined || l.cell === cell).reduce((a, l) => a + f(l), 0);
+    const partTotals = [0, 1, 2].map((p) => sum((l) => l.parts[p]!));
+    const targets = spread(partTotals, Math.round(partTotals.reduce((a, b) => a + b, 0) / 10));
+    const parts = [0, 1, 2].map((p) => spread(cells.map((c) => sum((l) => l.parts[p]!, c)), targets[p]!));
+    const billedCells = cells.map((c) => sum((l) => l.billed, c));
+    const billed = spread(billedCells, Math.round(billedCells.reduce((a, b) => a + b, 0) / 10));
+    cells.forEach((c, i) => out.set(c, { billed: billed[i]!, parts: parts.map((p) => p[i]!) }));
+  }
+  return out;
+}
+
 const SP = "arn:aws:savingsplans::900000000000:savingsplan/sp-halfcent";
 const used = { pricingCategory: "Committed", commitmentDiscountId: SP, commitmentDiscountCategory: "Spend", commitmentDiscountType: "Compute Savings Plans" };
 
 describeEachDb("mcp: money as shown (cents, 6-decimal ratios, totals from the shown parts)", (driver) => {
   const t = useTestApp(driver, { now: () => NOW });
 
-  test("get_spend: a row's effective cost is its shown on-demand + commitment + other; totals are the sums of every shown row, also past the limit", async () => {
+  test("get_spend: the reports' cents (largest remainder per invoice); a row's effective cost is its shown on-demand + commitment + other; totals are the sums of every shown row, also past the limit", async () => {
     const org = await t.newOrg("Spend org");
     const rows = [];
     for (const day of ["2026-06-15", "2026-06-16"]) {
@@ -61,39 +85,50 @@ describeEachDb("mcp: money as shown (cents, 6-decimal ratios, totals from the sh
       rows.push(row(org.id, day, { chargeCategory: "Tax", serviceName: null, billedCost: "10.004", effectiveCost: "10.004" }));
     }
     await t.s.db.insert(billingLineItems).values(rows as any);
-    const client = await connect(t, org.key);
+    // What the reports show, computed here from the rows (one invoice: aws, USD, June).
+    const expected = reportCents(
+      rows.map((r) => ({
+        invoice: "aws/USD/2026-06",
+        cell: r.chargePeriodStart.toISOString().slice(0, 10),
+        billed: mills(r.billedCost),
+        parts: [r.chargeCategory === "Usage" && !("commitmentDiscountId" in r) ? mills(r.effectiveCost) : 0, "commitmentDiscountId" in r ? mills(r.effectiveCost) : 0, r.chargeCategory === "Tax" ? mills(r.effectiveCost) : 0],
+      })),
+    );
+    const client = await connectMcp(t, org.key);
     const window = { start_date: "2026-06-15", end_date: "2026-06-17" };
     const d = await callTool(client, "get_spend", { group_by: "day", ...window });
     expect(d.rows.map((r: any) => r.key)).toEqual(["2026-06-15", "2026-06-16"]);
     for (const r of d.rows) {
-      expect([r.ondemand_cost, r.commitment_cost, r.other_cost]).toEqual([10, 10, 10]);
-      // 30.012 at full precision would show 30.01: the row shows what its parts add up to.
-      expect(r.effective_cost).toBe(30);
-      expect(r.billed_cost).toBe(20.01);
+      const e = expected.get(r.key)!;
+      expect([r.ondemand_cost, r.commitment_cost, r.other_cost, r.billed_cost]).toEqual([...e.parts, e.billed].map((c) => c / 100));
+      expect(r.effective_cost).toBe(sumCents([r.ondemand_cost, r.commitment_cost, r.other_cost]));
     }
-    // 60.024 / 20.008 at full precision would show 60.02 / 20.01.
-    expect(d.totals).toEqual({ billed_cost: 40.02, effective_cost: 60, ondemand_cost: 20, commitment_cost: 20, other_cost: 20 });
+    // The invoice's parts are 20.008 each (60.024): its total shows 60.02, one extra cent each to on-demand and
+    // commitment, given to the first day; rounded on its own, each day would show 10 + 10 + 10 = 30.
+    expect(d.rows[0]).toMatchObject({ ondemand_cost: 10.01, commitment_cost: 10.01, other_cost: 10, effective_cost: 30.02, billed_cost: 20.01 });
+    expect(d.rows[1]).toMatchObject({ ondemand_cost: 10, commitment_cost: 10, other_cost: 10, effective_cost: 30, billed_cost: 20.01 });
+    expect(d.totals).toEqual([{ currency: "USD", billed_cost: 40.02, effective_cost: 60.02, ondemand_cost: 20.01, commitment_cost: 20.01, other_cost: 20 }]);
     const limited = await callTool(client, "get_spend", { group_by: "day", limit: 1, ...window });
-    expect(limited.rows).toHaveLength(1);
+    expect(limited.rows.map((r: any) => r.key)).toEqual(["2026-06-16"]);
     expect(limited.truncated).toBe(true);
     expect(limited.totals).toEqual(d.totals);
 
-    // Whatever the grouping, every shown document adds up.
+    // Whatever the grouping, every shown document adds up, to the invoice's exact total to the cent.
     for (const group_by of ["month", "day", "account", "service"]) {
       const doc = await callTool(client, "get_spend", { group_by, ...window });
       for (const r of doc.rows) {
         for (const k of ["billed_cost", "effective_cost", "ondemand_cost", "commitment_cost", "other_cost"]) expect(isCents(r[k])).toBe(true);
         expect(r.effective_cost).toBe(sumCents([r.ondemand_cost, r.commitment_cost, r.other_cost]));
       }
-      for (const k of ["billed_cost", "effective_cost", "ondemand_cost", "commitment_cost", "other_cost"]) expect(doc.totals[k]).toBe(sumCents(doc.rows.map((r: any) => r[k])));
-      expect(doc.totals.effective_cost).toBe(sumCents([doc.totals.ondemand_cost, doc.totals.commitment_cost, doc.totals.other_cost]));
+      expect(doc.totals).toEqual(d.totals);
+      for (const k of ["billed_cost", "effective_cost", "ondemand_cost", "commitment_cost", "other_cost"]) expect(doc.totals[0][k]).toBe(sumCents(doc.rows.map((r: any) => r[k])));
     }
     const tool = (await client.listTools()).tools.find((x) => x.name === "get_spend")!;
     expect(tool.description).toContain("totals are the sums of every row");
     await client.close();
   }, 60_000);
 
-  test("get_coverage_and_utilization: ratios to 6 decimals from the shown costs; totals the sums of the shown monthly rows, whatever the grouping", async () => {
+  test("get_coverage_and_utilization: ratios to 6 decimals from the shown costs; money as the reports show it; totals the sums of the shown rows, whatever the grouping", async () => {
     const org = await t.newOrg("Coverage org");
     const rows = [];
     for (const day of ["2026-05-20", "2026-06-10"]) {
@@ -102,34 +137,57 @@ describeEachDb("mcp: money as shown (cents, 6-decimal ratios, totals from the sh
       rows.push(row(org.id, day, { billedCost: "7.003", effectiveCost: "7.003", listCost: "7.003" }));
     }
     await t.s.db.insert(billingLineItems).values(rows as any);
-    const client = await connect(t, org.key);
-    const window = { start_date: "2026-05-01", end_date: "2026-07-01" };
+    // The tool reads the allocation reports: the summaries and billing periods an import would write.
+    await rebuildAllBillingSummaries(t.s.db, org.id);
+    await t.s.handle.query(`INSERT INTO billing_periods (org_id, provider, month, status) SELECT DISTINCT org_id, provider, billing_period, 'open' FROM billing_line_items WHERE org_id = $1`, [org.id]);
+    const client = await connectMcp(t, org.key);
+    const window = { start_month: "2026-05", end_month: "2026-06" };
     const p = await callTool(client, "get_coverage_and_utilization", { group_by: "period", ...window });
     expect(p.rows.map((r: any) => r.key)).toEqual(["2026-05", "2026-06"]);
     for (const r of p.rows) {
-      expect(r).toMatchObject({ used_cost: 10, unused_cost: 5, covered_ondemand_cost: 20, uncovered_ondemand_cost: 7, savings: 10 });
-      // 10.00 / (10.00 + 5.00) and 20.00 / (20.00 + 7.00), to 6 decimals (not 0.6667 / 0.7407).
-      expect(r.utilization).toBe(0.666667);
+      // The month's cents as commitment_cost_by_account / cloud_bill_by_service (REST) show them (one account, one service).
+      const get = async (type: string) => {
+        const res = await t.request("GET", `/beta/v1/org/${org.id}/allocation-reports/${type}?year=2026&month=${Number(r.month.slice(5))}`, { key: org.key });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as any).rows[0];
+      };
+      const c = await get("commitment_cost_by_account");
+      const b = await get("cloud_bill_by_service");
+      expect(r).toMatchObject({
+        commitment_used_cost: c.commitment_used_cost, commitment_unused_allocated_cost: c.commitment_unused_allocated_cost, commitment_cost: c.commitment_cost,
+        covered_ondemand_cost: c.covered_ondemand_cost, savings: c.savings, ondemand_cost: b.ondemand_cost,
+      });
+      // 20.00 / (20.00 + 7.00), from the shown cents, to 6 decimals (not 0.7407).
+      expect(r.covered_ondemand_cost).toBe(20);
+      expect(r.ondemand_cost).toBe(7);
       expect(r.coverage).toBe(0.740741);
+      expect(r.utilization).toBe(rate6(r.commitment_used_cost / (r.commitment_used_cost + r.commitment_unused_allocated_cost)));
     }
-    // 20.008 / 40.008 / 14.006 at full precision would show 20.01 / 40.01 / 14.01.
-    expect(p.totals).toEqual({ used_cost: 20, unused_cost: 10, utilization: 0.666667, covered_ondemand_cost: 40, uncovered_ondemand_cost: 14, coverage: 0.740741, savings: 20 });
-    for (const k of ["used_cost", "unused_cost", "covered_ondemand_cost", "uncovered_ondemand_cost", "savings"]) expect(p.totals[k]).toBe(sumCents(p.rows.map((r: any) => r[k])));
+    const [tot] = p.totals;
+    expect(p.totals.map((x: any) => x.currency)).toEqual(["USD"]);
+    // 40.008 / 14.006 at full precision would show 40.01 / 14.01: the totals are the sums of the shown rows.
+    expect(tot.covered_ondemand_cost).toBe(40);
+    expect(tot.ondemand_cost).toBe(14);
+    expect(tot.coverage).toBe(0.740741);
+    const money = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "ondemand_cost", "savings"];
+    for (const k of money) expect(tot[k]).toBe(sumCents(p.rows.map((r: any) => r[k])));
 
-    // Grouped by commitment the rows leave out uncovered usage; the totals still cover it all.
+    // Grouped by commitment (no report has that grain): no on-demand, no coverage; the commitment's own cost.
     const c = await callTool(client, "get_coverage_and_utilization", { group_by: "commitment", ...window });
-    expect(c.rows.map((r: any) => r.key)).toEqual([SP]);
-    expect(c.totals).toEqual(p.totals);
+    expect(c.rows.map((r: any) => r.key)).toEqual([SP, SP]);
+    expect(c.totals[0].coverage).toBeNull();
     for (const group_by of ["period", "account", "service", "commitment"]) {
       const doc = await callTool(client, "get_coverage_and_utilization", { group_by, ...window });
-      for (const r of [...doc.rows, doc.totals]) {
-        for (const k of ["used_cost", "unused_cost", "covered_ondemand_cost", "uncovered_ondemand_cost", "savings"]) expect(isCents(r[k])).toBe(true);
-        expect(r.utilization).toBe(rate6(r.used_cost / (r.used_cost + r.unused_cost)));
-        expect(r.coverage).toBe(rate6(r.covered_ondemand_cost / (r.covered_ondemand_cost + r.uncovered_ondemand_cost)));
+      for (const r of [...doc.rows, ...doc.totals]) {
+        for (const k of money) expect(isCents(r[k])).toBe(true);
+        expect(r.commitment_cost).toBe(sumCents([r.commitment_used_cost, r.commitment_unused_allocated_cost]));
+        expect(r.utilization).toBe(rate6(r.commitment_used_cost / (r.commitment_used_cost + r.commitment_unused_allocated_cost)));
+        if (group_by !== "commitment") expect(r.coverage).toBe(rate6(r.covered_ondemand_cost / (r.covered_ondemand_cost + r.ondemand_cost)));
       }
+      for (const tt of doc.totals) for (const k of money) expect(tt[k]).toBe(sumCents(doc.rows.filter((r: any) => r.currency === tt.currency).map((r: any) => r[k])));
     }
     const tool = (await client.listTools()).tools.find((x) => x.name === "get_coverage_and_utilization")!;
-    expect(tool.description).toContain("totals cover all of the window's usage");
+    expect(tool.description).toContain("the sums of all shown rows");
     await client.close();
   }, 60_000);
 
@@ -142,7 +200,7 @@ describeEachDb("mcp: money as shown (cents, 6-decimal ratios, totals from the sh
     });
     expect(created.status).toBe(200);
     const tpl = await created.json();
-    const client = await connect(t, org.key);
+    const client = await connectMcp(t, org.key);
 
     const plan = await callTool(client, "generate_commitment_plan", { template_id: tpl.id });
     expect(plan.items).toHaveLength(2);

@@ -8,7 +8,10 @@ import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotoc
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp, type TestContext } from "../helpers/app.ts";
-import { FORM, Jar, csrfFrom, form, makeUser, send } from "../oauth/helpers.ts";
+import { FORM, Jar, MCP_RESOURCE, REST_RESOURCE, csrfFrom, form, makeUser, obtainTokens, pkce, registerClient, send, authorizeQuery, REDIRECT as HELPER_REDIRECT } from "../oauth/helpers.ts";
+import { MCP_SCOPES } from "../../lib/mcp/scopes.ts";
+import { SCOPES } from "../../lib/auth/scopes.ts";
+import { ALL_TOOLS } from "../../lib/mcp/server.ts";
 import { NOW, seedOrgBilling } from "./fixtures.ts";
 
 const REDIRECT = "http://127.0.0.1:8765/callback";
@@ -120,5 +123,69 @@ describeEachDb("mcp with the SDK client's OAuth flow", (driver) => {
     const c: any = await client.callTool({ name: "list_commitments", arguments: { status: "all" } });
     expect(c.structuredContent.commitments.map((x: any) => x.provider_commitment_id).sort()).toEqual([seeded.spArn, seeded.riId, seeded.expiredId].sort());
     await client.close();
+  }, 60_000);
+
+  test("an admin's SDK OAuth flow asks for the assistant's read scopes and gets every tool area, no write scope", async () => {
+    const admin = await makeUser(t, [{ orgId: t.org.id, role: "admin" }]);
+    const provider = new MemoryProvider();
+    const fetchApp = async (url: string | URL, init?: RequestInit) => t.app.handle(new Request(new URL(String(url)), init));
+    const mcpUrl = new URL("http://localhost/mcp");
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchApp });
+    await expect(new Client({ name: "admin", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    // The SDK takes the scope from the 401 challenge (or scopes_supported): the read scopes the tools use.
+    expect(provider.authorizationUrl!.searchParams.get("scope")!.split(" ").sort()).toEqual([...MCP_SCOPES].sort());
+    await first.finishAuth(await browserLogin(t, provider.authorizationUrl!, admin, t.org.id));
+    const granted = provider.saved!.scope!.split(" ");
+    expect(granted.sort()).toEqual([...MCP_SCOPES].sort());
+    expect(granted.some((sc) => sc.endsWith(":write"))).toBe(false);
+
+    const client = new Client({ name: "admin", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchApp }));
+    const names = (await client.listTools()).tools.map((x) => x.name);
+    // Every registered tool is reachable: commitments, coverage, recommendations and planning,
+    // spend and forecasting, accounts, plus reports, pricing and purchases.
+    expect(names.sort()).toEqual(ALL_TOOLS.map((x) => x.name).sort());
+    for (const n of ["list_commitments", "get_coverage_and_utilization", "get_recommendations", "get_spend", "forecast_spend", "list_linked_accounts"]) expect(names).toContain(n);
+    const org: any = await client.callTool({ name: "get_organization", arguments: {} });
+    expect(org.structuredContent.access.scopes.sort()).toEqual([...MCP_SCOPES].sort());
+    await client.close();
+  }, 60_000);
+
+  test("a token for /mcp never carries a write scope; the REST resource still gets what was asked", async () => {
+    const admin = await makeUser(t, [{ orgId: t.org.id, role: "admin" }]);
+    // No scope parameter: the assistant's read scopes, not every scope the admin holds.
+    const none = await obtainTokens(t, admin, t.org.id, { resource: MCP_RESOURCE });
+    expect(none.scope.split(" ").sort()).toEqual([...MCP_SCOPES].sort());
+    // Write scopes asked for the assistant are dropped (RFC 6749 §3.3: the server narrows the request).
+    const mixed = await obtainTokens(t, admin, t.org.id, { resource: MCP_RESOURCE, scope: "assistant:read templates:write estimates:write purchases:write" });
+    expect(mixed.scope).toBe("assistant:read");
+    // Only write scopes: nothing the assistant can be given.
+    const client = await registerClient(t);
+    const { challenge } = pkce();
+    const onlyWrite = await send(t, "GET", `/oauth/authorize?${authorizeQuery({ client_id: client.client_id, code_challenge: challenge, scope: "templates:write", resource: MCP_RESOURCE })}`);
+    expect(onlyWrite.status).toBe(303);
+    const back = new URL(onlyWrite.headers.get("location")!);
+    expect(`${back.origin}${back.pathname}`).toBe(HELPER_REDIRECT);
+    expect(back.searchParams.get("error")).toBe("invalid_scope");
+    // The REST API's resource is unchanged: an admin's token without a scope parameter gets every scope.
+    const rest = await obtainTokens(t, admin, t.org.id, { resource: REST_RESOURCE });
+    expect(rest.scope.split(" ").sort()).toEqual([...SCOPES].sort());
+  }, 60_000);
+
+  test("the consent page describes what the assistant's scopes allow", async () => {
+    const viewer = await makeUser(t, [{ orgId: t.org.id, role: "viewer" }]);
+    const client = await registerClient(t);
+    const { challenge } = pkce();
+    const jar = new Jar();
+    const q = authorizeQuery({ client_id: client.client_id, code_challenge: challenge, resource: MCP_RESOURCE });
+    const page = await send(t, "GET", `/oauth/authorize?${q}`);
+    jar.store(page);
+    const login = await send(t, "POST", "/oauth/authorize", { headers: { ...FORM, ...jar.header() }, body: `${q}&${form({ action: "login", csrf_token: csrfFrom(await page.text()), email: viewer.email, password: viewer.password })}` });
+    jar.store(login);
+    const consent = await (await send(t, "GET", login.headers.get("location")!, { headers: jar.header() })).text();
+    expect(consent).toContain("never changes anything");
+    expect(consent).toContain("purchase recommendations");
+    expect(consent).not.toContain("templates:write");
+    expect(consent).not.toContain("support:write");
   }, 60_000);
 });

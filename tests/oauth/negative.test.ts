@@ -269,7 +269,7 @@ describeEachDb("oauth: code and token checks", (driver) => {
 
   test("a viewer's token lacks write scopes; scopes follow the user's current role", async () => {
     const viewer = await makeUser(t, [{ orgId: org.id, role: "viewer" }]);
-    const { consentHtml } = await signIn(t, { client_id: (await registerClient(t)).client_id, code_challenge: pkce().challenge }, viewer);
+    const { consentHtml } = await signIn(t, { client_id: (await registerClient(t)).client_id, code_challenge: pkce().challenge, resource: REST_RESOURCE }, viewer);
     expect(consentHtml).toContain("Not granted (your role is viewer)");
     expect(consentHtml).toMatch(/Not granted[^\n]*templates:write/);
     const v = await obtainTokens(t, viewer, org.id, { resource: REST_RESOURCE });

@@ -9,7 +9,7 @@ import type { Scope } from "../../auth/scopes.ts";
 import { ValidationError } from "../../errors.ts";
 import { classifyError } from "../../http/classifyError.ts";
 import { errorForLog } from "../../log.ts";
-import { rate6 } from "../../pricing/display.ts";
+import { fromCents, rate6, toCents } from "../../pricing/display.ts";
 import type { Services } from "../../services.ts";
 
 export interface ToolContext {
@@ -92,4 +92,28 @@ export async function runTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(
     }
     return { isError: true, content: [{ type: "text" as const, text: error.message }] };
   }
+}
+
+/**
+ * Totals per currency: amounts in different currencies are never added together. Each
+ * money field is summed, in integer cents, over the rows (already rounded to cents) of one
+ * currency; the result is sorted by currency code. Rows without a currency count as USD (the
+ * FOCUS default of BillingCurrency in our data model).
+ */
+export function totalsByCurrency<K extends string>(rows: readonly ({ currency?: string | null } & Record<K, number | null | undefined>)[], fields: readonly K[]): ({ currency: string } & Record<K, number>)[] {
+  const by = new Map<string, Record<string, number>>();
+  for (const r of rows) {
+    const c = r.currency ?? "USD";
+    let acc = by.get(c);
+    if (!acc) by.set(c, (acc = Object.fromEntries(fields.map((f) => [f, 0]))));
+    for (const f of fields) acc[f]! += toCents(Number(r[f] ?? 0));
+  }
+  return [...by.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([currency, acc]) => ({ currency, ...(Object.fromEntries(fields.map((f) => [f, fromCents(acc[f]!)])) as Record<K, number>) }));
+}
+
+/** "USD 1234.56, EUR 98.1" for summaries: one figure per currency, never a mixed sum. */
+export function moneyText(totals: readonly ({ currency: string } & Record<string, unknown>)[], field: string): string {
+  return totals.length ? totals.map((t) => `${t.currency} ${t[field]}`).join(", ") : "0";
 }

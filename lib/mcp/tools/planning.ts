@@ -9,6 +9,7 @@ import { getSegment } from "../../segments/service.ts";
 import { getTemplate, listTemplates, type TemplateView } from "../../templates/service.ts";
 import { queryRows } from "../../billing/sql.ts";
 import { shownItemMoneyOf } from "../../planning/plans.ts";
+import { explainPlan, NO_PURCHASE_REASONS } from "../../planning/reasons.ts";
 import { planTotals, rate6 } from "../../pricing/display.ts";
 import { cents, defineTool, providerEnum, ratio, type ToolContext } from "./common.ts";
 
@@ -27,12 +28,20 @@ const planItem = z.object({
   expected_utilization: z.number().nullable(),
 });
 
+const reasonEnum = z.enum(NO_PURCHASE_REASONS as [string, ...string[]]);
+
 const planOut = z.object({
   template: z.object({ id: z.string(), name: z.string(), is_system_generated: z.boolean(), provider: z.string(), segment_id: z.string() }),
   usage_window: z.object({ from: z.string(), to: z.string(), lookback_days: z.number().int() }),
+  currency: z.string(),
+  usage_groups: z.number().int(),
   groups_analyzed: z.number().int(),
   totals: z.object({ upfront_cost: z.number(), monthly_cost: z.number(), monthly_net_savings: z.number() }),
   items: z.array(planItem),
+  no_purchase_reasons: z.array(z.object({ reason: reasonEnum, group_count: z.number().int(), message: z.string() })),
+  groups_without_purchase: z.array(
+    z.object({ group_key: z.string(), region: z.string(), instance_family: z.string(), instance_type: z.string().nullable(), reason: reasonEnum, message: z.string() }),
+  ),
 });
 
 /** A generated plan as shown: items rounded (money to cents, amounts and ratios to 6 decimals), totals summed from the shown items. */
@@ -52,13 +61,27 @@ function planView(t: TemplateView, p: GeneratedPlan) {
     expected_utilization: ratio(Math.min(1, i.expectedUtilization)),
   }));
   const totals = planTotals(items);
+  const why = explainPlan(p, t.configuration, { shownMonthlyNetSavings: totals.monthly_net_savings, autoPurchase: t.auto_purchase });
   return {
     template: { id: t.id, name: t.name, is_system_generated: t.is_system_generated, provider: t.provider, segment_id: t.segment_id },
     usage_window: { from: p.usageFrom.toISOString(), to: p.usageTo.toISOString(), lookback_days: t.configuration.lookback_days },
+    // Plans are priced from the catalog, which holds USD prices only (lib/catalog/importers.ts).
+    currency: PLAN_CURRENCY,
+    usage_groups: p.usageGroupCount,
     groups_analyzed: p.groupCount,
     totals: { upfront_cost: totals.total_upfront_cost, monthly_cost: totals.monthly_cost, monthly_net_savings: totals.monthly_net_savings },
     items,
+    ...why,
   };
+}
+
+const PLAN_CURRENCY = "USD";
+
+/** "Recommended: 2 purchase(s), …" or, with none, why not. */
+function planSummary(p: ReturnType<typeof planView>): string {
+  const head = `${p.template.name} (${p.template.provider}): ${p.items.length} purchase(s), ${p.currency} ${p.totals.monthly_net_savings}/month net savings, ${p.currency} ${p.totals.upfront_cost} upfront`;
+  const why = p.no_purchase_reasons.map((r) => (r.group_count ? `${r.reason} (${r.group_count} group(s))` : r.reason)).join(", ");
+  return why ? `${head}; ${p.items.length ? "not everything bought" : "buys nothing"} because: ${why}` : head;
 }
 
 async function planFor(ctx: ToolContext, t: TemplateView) {
@@ -70,7 +93,7 @@ export const recommendationsTool = defineTool({
   name: "get_recommendations",
   title: "Commitment purchase recommendations",
   description:
-    "The three built-in commitment plans for a provider, generated now from the recent usage: Recommended (insured, 30-day lock-in, no upfront: lowest risk), Balanced (1-year, no upfront) and High Savings (3-year, upfront). Each lists what to buy per commitment group with its upfront cost, monthly cost, monthly net savings and expected coverage/utilization. Money is rounded to cents and amounts/ratios to 6 decimals; a plan's totals are the sums of its items as shown. Nothing is stored or purchased.",
+    "The three built-in commitment plans for a provider, generated now from the recent usage: Recommended (insured, 30-day lock-in, no upfront: lowest risk), Balanced (1-year, no upfront) and High Savings (3-year, upfront). Each lists what to buy per commitment group (region × instance family) with its upfront cost, monthly cost, monthly net savings and expected coverage/utilization. When a plan buys nothing, or nothing for some usage groups, `no_purchase_reasons` says why (codes: no_eligible_usage, no_catalog_offer, no_offer_for_contract_specs, no_discount, covered_by_active_commitments, usage_below_one_unit, usage_too_intermittent, upfront_budget_exhausted, below_min_monthly_savings; each with a sentence) and `groups_without_purchase` gives the reason per group. Money is in USD rounded to cents, amounts/ratios to 6 decimals; a plan's totals are the sums of its items as shown. Nothing is stored or purchased.",
   scopes: ["templates:read"],
   input: {
     provider: providerEnum.describe("Cloud provider to plan for."),
@@ -83,9 +106,7 @@ export const recommendationsTool = defineTool({
     for (const t of templates) plans.push(await planFor(ctx, t));
     return {
       structured: { provider: a.provider, plans },
-      summary: plans.length
-        ? plans.map((p) => `${p.template.name}: ${p.items.length} purchase(s), ${p.totals.monthly_net_savings}/month net savings, ${p.totals.upfront_cost} upfront`).join("; ") + ". Nothing was purchased."
-        : "No built-in templates for this provider.",
+      summary: plans.length ? plans.map(planSummary).join(" | ") + ". Nothing was purchased." : "No built-in templates for this provider.",
     };
   },
 });
@@ -94,7 +115,7 @@ export const generatePlanTool = defineTool({
   name: "generate_commitment_plan",
   title: "Generate a plan from a template",
   description:
-    "Generates a commitment plan from one plan template (built-in or custom) against the current usage and inventory, without storing or purchasing anything: what to buy, upfront cost, monthly cost and net savings. Find template ids with list_plan_templates.",
+    "Generates a commitment plan from one plan template (built-in or custom) against the current usage and inventory, without storing or purchasing anything: what to buy, upfront cost, monthly cost and net savings (USD, cents; totals summed from the shown items). When it buys nothing, or nothing for some usage groups, `no_purchase_reasons` and `groups_without_purchase` say why (no usage in the lookback, covered by active commitments, no catalog offer for the family/region or for the template's contract specs, no discount, usage too intermittent or below one unit, upfront budget used up, below the auto-purchase minimum savings). Find template ids with list_plan_templates.",
   scopes: ["templates:read"],
   input: { template_id: z.string().uuid().describe("The commitment plan template's id.") },
   output: planOut.shape,
@@ -103,7 +124,7 @@ export const generatePlanTool = defineTool({
     const plan = await planFor(ctx, t);
     return {
       structured: plan,
-      summary: `${t.name}: ${plan.items.length} purchase(s), ${plan.totals.monthly_net_savings}/month net savings, ${plan.totals.upfront_cost} upfront. Nothing was purchased.`,
+      summary: `${planSummary(plan)}. Nothing was purchased.`,
     };
   },
 });
@@ -150,7 +171,7 @@ export const priceEstimateTool = defineTool({
   name: "price_cost_estimate",
   title: "Price a cost estimate",
   description:
-    "Prices a saved cost estimate live against the current catalog and offers: per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included. Money is rounded to cents and rates to 6 decimals (the same numbers as the REST estimate); every total is the sum of the rounded values shown.",
+    "Prices a saved cost estimate live against the current catalog and offers and returns the same document as REST GET /cost-estimates/{id} (with pricing), plus its currency (USD, the catalog's): the lines, per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included. Money is rounded to cents and rates to 6 decimals exactly as REST shows them; every total is the sum of the rounded values shown. For SKUs not in a saved estimate use price_sku.",
   scopes: ["estimates:read"],
   input: {
     estimate_id: z.string().uuid().describe("The cost estimate's id."),
@@ -161,21 +182,39 @@ export const priceEstimateTool = defineTool({
     id: z.string(),
     provider: z.string(),
     name: z.string(),
-    line_items: z.array(z.looseObject({ id: z.string() })),
-    pricing: z.looseObject({ totals: z.looseObject({ ondemand_monthly_cost: z.number(), estimated_monthly_cost: z.number(), monthly_net_savings: z.number(), commitment_upfront_cost: z.number() }) }),
+    description: z.string().nullable(),
+    source_draft_id: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    currency: z.string(),
+    line_items: z.array(z.looseObject({ id: z.string(), quantity: z.number(), quantity_basis: z.string(), is_enabled: z.boolean() })),
+    pricing: z.object({
+      line_items: z.array(
+        z.looseObject({
+          line_item_id: z.string(),
+          status: z.string(),
+          detail: z.string(),
+          ondemand_monthly_cost: z.number(),
+          estimated_monthly_cost: z.number(),
+          monthly_net_savings: z.number(),
+          matched_commitment_option: z.looseObject({}).nullable(),
+        }),
+      ),
+      totals: z.object({ ondemand_monthly_cost: z.number(), estimated_monthly_cost: z.number(), monthly_net_savings: z.number(), commitment_upfront_cost: z.number() }),
+    }),
   },
   async run(ctx, a) {
+    // The service REST GET /cost-estimates/{id} calls, with the same options: the document is
+    // already shown (money in cents, rates to 6 decimals, totals from the shown lines).
     const doc = await getEstimate(ctx.s.db, ctx.orgId, a.estimate_id.toLowerCase(), {
       includePricing: true,
       includeOptions: a.include_options,
       onlyMostFlexibleCommitmentType: a.only_most_flexible_commitment_type,
     });
-    const totals = (doc.pricing as any)?.totals;
+    const totals = doc.pricing!.totals;
     return {
-      structured: doc as any,
-      summary: totals
-        ? `${doc.name}: on-demand ${cents(totals.ondemand_monthly_cost)}/month, estimated ${cents(totals.estimated_monthly_cost)}/month, net savings ${cents(totals.monthly_net_savings)}/month, upfront ${cents(totals.commitment_upfront_cost)}.`
-        : `${doc.name}: no pricing.`,
+      structured: { ...doc, currency: ESTIMATE_CURRENCY, pricing: doc.pricing! } as any,
+      summary: `${doc.name}: on-demand ${ESTIMATE_CURRENCY} ${totals.ondemand_monthly_cost}/month, estimated ${ESTIMATE_CURRENCY} ${totals.estimated_monthly_cost}/month, net savings ${ESTIMATE_CURRENCY} ${totals.monthly_net_savings}/month, upfront ${ESTIMATE_CURRENCY} ${totals.commitment_upfront_cost}.`,
     };
   },
 });
@@ -257,5 +296,8 @@ export const storedPlansTool = defineTool({
     };
   },
 });
+
+/** Estimates are priced from the catalog, which holds USD prices only. */
+const ESTIMATE_CURRENCY = "USD";
 
 export const planningTools = [recommendationsTool, generatePlanTool, storedPlansTool, listTemplatesTool, listEstimatesTool, priceEstimateTool];
