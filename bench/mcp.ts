@@ -5,7 +5,8 @@
 // 2. Request cost of the stateless design (a fresh McpServer + transport per request, bearer
 //    key resolved per request): MCP_BENCH_N tools/call get_spend requests through app.handle vs
 //    baselines of the same number of authenticated REST reads (GET /beta/v1/org/{id}) and of
-//    direct calls of the query the tool runs (spendBy), so the MCP overhead shows.
+//    direct calls of the query the tool runs (queryCosts by month and provider, the reports'
+//    rounding), so the MCP overhead shows.
 // Env: MCP_BENCH_SERIES (200), MCP_BENCH_N (300), BENCH_DATABASE_URL (PostgreSQL; default an
 // in-memory PGlite). Usage: npx bun bench/mcp.ts
 import { loadConfig } from "../lib/config.ts";
@@ -16,7 +17,7 @@ import { createApp } from "../lib/http/app.ts";
 import { createOrganization } from "../lib/orgs/service.ts";
 import { createApiKey } from "../lib/auth/apiKeys.ts";
 import { backtest } from "../lib/mcp/forecast.ts";
-import { spendBy } from "../lib/billing/queries.ts";
+import { queryCosts } from "../lib/billing/costQuery.ts";
 import { generatedSpend } from "../tests/mcp/generated.ts";
 import { NOW, seedOrgBilling } from "../tests/mcp/fixtures.ts";
 
@@ -65,9 +66,9 @@ async function time(label: string, fn: () => Promise<Response>) {
 }
 const mcp = await time("MCP tools/call get_spend (fresh server per request)", () => app.handle(new Request("http://localhost/mcp", { method: "POST", headers, body })));
 const rest = await time("baseline: REST GET organization", () => app.handle(new Request(`http://localhost/beta/v1/org/${org.id}`, { headers })));
-const direct = await time("baseline: the same spendBy query, called directly", async () => {
-  const rows = await spendBy(s.db, org.id, { from: new Date("2026-04-01T00:00:00Z"), to: new Date("2026-07-01T00:00:00Z"), groupBy: "month" });
-  return new Response(JSON.stringify(rows));
+const direct = await time("baseline: the same cost query (queryCosts), called directly", async () => {
+  const r = await queryCosts(s.db, org.id, { window: { from: new Date("2026-04-01T00:00:00Z"), to: new Date("2026-07-01T00:00:00Z") }, groupBy: ["month", "provider"], limit: 200 });
+  return new Response(JSON.stringify(r));
 });
 console.log(`\n### Stateless request cost (${N} sequential requests, ${handle.driver})\n`);
 console.log("| request | ms/request | requests/s |");

@@ -27,6 +27,7 @@
  *   `minResiduals` residuals behind the day (from its 29th day on with the defaults). Days
  *   without rows between the series' first day and `completeThrough` count as zero spend.
  */
+import { addDaysIso, lastDayReached, median } from "./days.ts";
 
 const DAY = 86_400_000;
 
@@ -89,13 +90,7 @@ export interface SeriesScore {
   unscored: number;
 }
 
-export const addDaysIso = (d: string, n: number) => new Date(Date.parse(`${d}T00:00:00Z`) + n * DAY).toISOString().slice(0, 10);
-
-function median(xs: ArrayLike<number>): number {
-  const s = Float64Array.from(xs).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
+export { addDaysIso };
 
 /** Linear-interpolated quantile of sorted values. */
 function quantile(sorted: ArrayLike<number>, q: number): number {
@@ -193,11 +188,7 @@ export function scoreSeries(points: DailyValue[], window: { from: string; to: st
  * therefore never complete. null: no usage data.
  */
 export function lastCompleteDay(horizon: Date | string | null, now: Date): string | null {
-  if (horizon === null) return null;
-  const h = Math.min(new Date(horizon).getTime(), now.getTime());
-  const reach = Math.floor((h + 60_000) / DAY) * DAY;
-  // The day before the one `reach` falls in (reach at a midnight: that midnight ends the day before).
-  return new Date(Math.min(reach, Math.floor(now.getTime() / DAY) * DAY) - DAY).toISOString().slice(0, 10);
+  return horizon === null ? null : lastDayReached(horizon, now);
 }
 
 /**

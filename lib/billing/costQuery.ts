@@ -92,12 +92,16 @@ const field = (name: string, type: FieldDescriptor["type"] = "string"): FieldDes
 const MONEY_OUTPUT = MONEY_FIELDS.map((m) => field(m, "number"));
 
 /**
- * The rounding partition of `shownSql` is (provider, billing_currency, billing_account_id). An
- * invoice is also one billing month, so the partition column carries the billing month in
- * front of the billing account (fixed-length prefix: distinct invoices never share a key); the
- * plain billing account id travels in `payer_id`.
+ * The rounding partition of `shownSql` is (provider, billing_currency, billing_account_id), and
+ * the reports round each month on its own: the partition column carries the billing month, and
+ * the billing account behind it (fixed-length prefix: distinct invoices never share a key) only
+ * when the cells are per account or billing account, as the reports that show the billing
+ * account do (`partitionOf`); otherwise the cells add up every payer's amounts before rounding,
+ * as cloud_bill_daily, cloud_bill_by_service and cloud_bill_by_resource do. The plain billing
+ * account id travels in `payer_id`.
  */
-const INVOICE_KEY = "to_char(li.billing_period, 'YYYY-MM') || ':' || li.billing_account_id";
+const MONTH_KEY = "to_char(li.billing_period, 'YYYY-MM')";
+const INVOICE_KEY = `${MONTH_KEY} || ':' || li.billing_account_id`;
 
 export interface Dimension {
   /** As given: `service`, `tag:team`. */
@@ -198,7 +202,8 @@ function roundedCells(
   for (const f of pushed) where.push(inValues(DIMENSION_SQL[f.dim.base as BaseDimension], f.values, params));
   if (currency !== undefined) where.push(`li.billing_currency = $${params.push(currency)}::text`);
   const keyExprs = keyed.map((d) => `${dimensionSql(d, params)} AS ${column(d.name)}`);
-  const exactSql = `SELECT li.provider, li.billing_currency, ${INVOICE_KEY} AS billing_account_id, li.billing_account_id AS payer_id${keyExprs.map((e) => `, ${e}`).join("")},
+  const perPayer = grain.some((d) => d.base === "account" || d.base === "billing_account");
+  const exactSql = `SELECT li.provider, li.billing_currency, ${perPayer ? INVOICE_KEY : MONTH_KEY} AS billing_account_id, ${perPayer ? "li.billing_account_id" : "NULL::text"} AS payer_id${keyExprs.map((e) => `, ${e}`).join("")},
       ${MONEY_SUMS}
     FROM billing_line_items li
     WHERE ${where.join(" AND ")}
@@ -238,7 +243,7 @@ export interface CostQuery {
   filters?: CostFilters;
   /** Only amounts billed in this currency (FOCUS BillingCurrency, e.g. EUR): rows, totals and the limit are that currency's. */
   currency?: string;
-  /** Rows returned (largest effective cost first); totals cover all rows. */
+  /** Rows returned (each currency's largest effective cost first, by currency); totals cover all rows. */
   limit?: number;
 }
 
@@ -275,13 +280,17 @@ export async function queryCosts(db: DbOrTx, orgId: string, q: CostQuery): Promi
   const params: unknown[] = [];
   const cells = roundedCells(orgId, q.window, dims, filters, params, undefined, q.currency);
   const keyCols = dims.map((d, i) => `c.${cells.column(d.name)} AS d${i}`);
-  const order = ["g.effective_cost DESC", "g.currency", ...dims.map((_, i) => `g.d${i} ASC NULLS FIRST`)].join(", ");
+  // Rows are ranked within their currency (amounts of different currencies are not compared):
+  // the limit keeps each currency's largest rows in turn, shown by currency, largest first.
+  const within = ["g.effective_cost DESC", ...dims.map((_, i) => `g.d${i} ASC NULLS FIRST`)].join(", ");
   const nullKeys = dims.map((_, i) => `NULL::text AS d${i}`);
   const rows = await queryRows<any>(
     db,
     `WITH c AS MATERIALIZED (${cells.sql}),
      g AS (SELECT c.billing_currency AS currency${keyCols.map((k) => `, ${k}`).join("")}, ${sumList} FROM c GROUP BY ${[1, ...dims.map((_, i) => i + 2)].join(", ")}),
-     top AS (SELECT g.*, row_number() OVER (ORDER BY ${order}) AS rk FROM g ORDER BY ${order} LIMIT $${params.push(limit)})
+     ranked AS (SELECT g.*, row_number() OVER (PARTITION BY g.currency ORDER BY ${within}) AS crk FROM g),
+     kept AS (SELECT ranked.* FROM ranked ORDER BY ranked.crk, ranked.currency LIMIT $${params.push(limit)}),
+     top AS (SELECT kept.*, row_number() OVER (ORDER BY kept.currency, kept.crk) AS rk FROM kept)
      SELECT 'row' AS kind, top.currency${dims.map((_, i) => `, top.d${i}`).join("")}, ${MONEY_FIELDS.map((m) => `top.${m}`).join(", ")}, top.rk AS n FROM top
      UNION ALL
      SELECT 'total', g.currency${nullKeys.map((k) => `, ${k}`).join("")}, ${MONEY_FIELDS.map((m) => `SUM(g.${m})`).join(", ")}, count(*) FROM g GROUP BY g.currency
@@ -431,7 +440,7 @@ const DRIVER_SQL: Record<DriverDimension, string> = { account: DIMENSION_SQL.acc
 export async function comparePeriods(
   db: DbOrTx,
   orgId: string,
-  q: { baseline: CostWindow; current: CostWindow; top?: number; metric?: CompareMetric; provider?: Provider; at?: Date },
+  q: { baseline: CostWindow; current: CostWindow; top?: number; metric?: CompareMetric; provider?: Provider },
 ): Promise<PeriodComparison> {
   const top = q.top ?? 10;
   if (!Number.isInteger(top) || top < 1 || top > 100) throw new ValidationError("top must be an integer from 1 to 100.", {});

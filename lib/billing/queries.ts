@@ -235,8 +235,6 @@ export interface SpendRow {
 
 export interface SpendQuery extends WindowQuery {
   groupBy: "month" | "day" | "account" | "service";
-  /** Only rows billed in this currency (FOCUS BillingCurrency, e.g. `USD`). */
-  currency?: string;
 }
 
 /**
@@ -245,8 +243,7 @@ export interface SpendQuery extends WindowQuery {
  */
 export async function spendBy(db: DbOrTx, orgId: string, q: SpendQuery): Promise<SpendRow[]> {
   const params: unknown[] = [orgId];
-  let where = windowWhere(q, params);
-  if (q.currency) where += ` AND li.billing_currency = $${params.push(q.currency)}`;
+  const where = windowWhere(q, params);
   const key = {
     month: SQLX.chargeMonth,
     day: SQLX.chargeDay,

@@ -10,6 +10,7 @@
  *
  * Pure: no database, no clock. Dates are UTC `YYYY-MM-DD`.
  */
+import { addDaysIso, lastDayReached, median } from "../billing/days.ts";
 const DAY = 86_400_000;
 
 export interface DailyPoint {
@@ -44,7 +45,7 @@ export interface BacktestResult {
 }
 
 const dayIndex = (start: string, d: string) => Math.round((Date.parse(`${d}T00:00:00Z`) - Date.parse(`${start}T00:00:00Z`)) / DAY);
-export const addDaysIso = (d: string, n: number) => new Date(Date.parse(`${d}T00:00:00Z`) + n * DAY).toISOString().slice(0, 10);
+export { addDaysIso };
 const dow = (d: string) => new Date(`${d}T00:00:00Z`).getUTCDay();
 
 /**
@@ -111,11 +112,6 @@ function leastSquares(history: DailyPoint[], wd: number[], keep: boolean[], byWe
   return { intercept, slope, weekday: byWeekday ? level.map((l) => l - intercept) : new Array(7).fill(0) };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /**
  * value ≈ intercept + slope · t + weekday[dow(t)], fitted as one least-squares regression of a
@@ -300,11 +296,9 @@ export function lastCompleteDay(now: Date, providerEnds: { provider: string; dat
   const latest = Math.max(...known.map(t));
   const current = known.filter((p) => latest - t(p) <= STALE_PROVIDER_DAYS * DAY);
   const decisive = current.reduce((a, p) => (t(p) < t(a) ? p : a));
-  // The day whose end the data reaches (1 s of slack for inclusive 23:59:59 ends) is the day before the data end's date.
-  const reached = addDaysIso(new Date(t(decisive) + 1000).toISOString().slice(0, 10), -1);
   return {
     today,
-    last_complete_date: reached < yesterday ? reached : yesterday,
+    last_complete_date: lastDayReached(t(decisive), now),
     data_end: new Date(t(decisive)).toISOString(),
     stale_providers: [...new Set(known.filter((p) => !current.includes(p)).map((p) => p.provider))].sort(),
   };

@@ -67,9 +67,10 @@ function monthBefore(month: string): string {
   return d.toISOString().slice(0, 7);
 }
 
-export function getPrompt(name: string, args: Record<string, string>, now: Date) {
-  const p = PROMPTS.find((x) => x.name === name);
-  if (!p) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${name.slice(0, 100)}. Prompts: ${PROMPTS.map((x) => x.name).join(", ")}.`);
+/** One of `available` (the prompts this caller may use), filled in with its arguments. */
+export function getPrompt(available: readonly PromptDef[], name: string, args: Record<string, string>, now: Date) {
+  const p = available.find((x) => x.name === name);
+  if (!p) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${name.slice(0, 100)}. Prompts: ${available.map((x) => x.name).join(", ") || "none for this connection's scopes"}.`);
   const unknown = Object.keys(args).filter((k) => !p.arguments.some((a) => a.name === k));
   if (unknown.length) throw new McpError(ErrorCode.InvalidParams, `Unknown argument(s) for ${name}: ${unknown.join(", ").slice(0, 200)}.`);
   const lastComplete = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);

@@ -7,12 +7,20 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../auth/principal.ts";
 import { AppError } from "../errors.ts";
-import { listReportDescriptors, reportPeriods, reportRows, resolveReport } from "../reports/service.ts";
+import { findReport } from "../reports/catalog.ts";
+import { DownloadsBusyError, downloadLimits, downloadSlots } from "../reports/downloads.ts";
+import { listReportDescriptors, openReport, reportPeriods, type ReportRow } from "../reports/service.ts";
 import type { ToolContext } from "./tools/common.ts";
 
 export const REPORT_URI_PREFIX = "commitops://reports/";
 /** Periods listed per report in resources/list (older months stay readable through the template). */
 const LISTED_PERIODS_PER_REPORT = 3;
+/**
+ * Rows one resource read returns at most: a resource is read whole into one JSON-RPC answer, so a
+ * month past this is cut (`truncated`, `total_rows`) and the rest is for get_allocation_report's
+ * paging or the CSV download (`csv_url`).
+ */
+export const RESOURCE_MAX_ROWS = 5000;
 /** MCP's "resource not found" code (specification, server/resources: error handling). */
 const RESOURCE_NOT_FOUND = -32002;
 
@@ -20,8 +28,7 @@ export const REPORT_RESOURCE_TEMPLATE = {
   uriTemplate: `${REPORT_URI_PREFIX}{report_type}/{month}`,
   name: "allocation-report-month",
   title: "Allocation report month",
-  description:
-    "One month (YYYY-MM) of an allocation report as JSON {report_type, year, month, period_status, rows}: the rows the REST API returns, money in each row's billing currency, rounded to cents. report_type is one of list_allocation_reports' types.",
+  description: `One month (YYYY-MM) of an allocation report as JSON {report_type, year, month, period_status, rows}: the rows the REST API returns, money in each row's billing currency, rounded to cents. report_type is one of list_allocation_reports' types. At most ${RESOURCE_MAX_ROWS} rows: a longer month says truncated, total_rows and csv_url (the whole month as CSV).`,
   mimeType: "application/json",
 };
 
@@ -34,7 +41,7 @@ const uriOf = (type: string, year: number, month: number) => `${REPORT_URI_PREFI
 export async function listReportResources(ctx: ToolContext) {
   const out = [];
   for (const d of await listReportDescriptors(ctx.s.db, ctx.orgId)) {
-    const def = await resolveReport(ctx.s.db, ctx.orgId, d.report_type);
+    const def = findReport(d.report_type)!;
     const periods = (await reportPeriods(ctx.s.db, ctx.orgId, def, { filters: {} }, ctx.now)).slice(0, LISTED_PERIODS_PER_REPORT);
     for (const p of periods) {
       const month = `${p.year}-${String(p.month).padStart(2, "0")}`;
@@ -55,11 +62,29 @@ export async function readReportResource(ctx: ToolContext, uri: string) {
   if (!m) throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${uri.slice(0, 200)}: report months are ${REPORT_RESOURCE_TEMPLATE.uriTemplate} with month YYYY-MM.`);
   const [, type, year, month] = m;
   try {
-    const r = await reportRows(ctx.s.handle, ctx.orgId, type!, { year, month }, ctx.now, {
+    // As the REST fetch and get_allocation_report: its 400/404 first, then one of the download slots.
+    const opened = await openReport(ctx.s.handle, ctx.orgId, type!, { year, month }, ctx.now, {
       reader: ctx.s.reportReader,
       queryTimeoutMs: ctx.s.config.reportQueryTimeoutSeconds * 1000,
     });
-    return { contents: [{ uri: uriOf(type!, r.year, r.month), mimeType: "application/json", text: JSON.stringify(r) }] };
+    const limits = downloadLimits(ctx.s.config, ctx.s.handle);
+    const release = await downloadSlots(ctx.s.handle).acquire(limits.concurrency, limits.queueTimeoutMs);
+    if (!release) throw new DownloadsBusyError(5);
+    const rows: ReportRow[] = [];
+    let total = 0;
+    try {
+      await opened.forEachBatch((batch) => {
+        for (const r of batch) if (total++ < RESOURCE_MAX_ROWS) rows.push(r);
+      });
+    } finally {
+      release();
+    }
+    const doc: Record<string, unknown> = { report_type: type, year: opened.year, month: opened.month, period_status: opened.periodStatus, rows };
+    if (total > rows.length) {
+      const q = new URLSearchParams({ year: String(opened.year), month: String(opened.month), format: "csv" });
+      Object.assign(doc, { truncated: true, total_rows: total, csv_url: `${ctx.s.config.publicUrl}/beta/v1/org/${ctx.orgId}/allocation-reports/${type}?${q}` });
+    }
+    return { contents: [{ uri: uriOf(type!, opened.year, opened.month), mimeType: "application/json", text: JSON.stringify(doc) }] };
   } catch (e) {
     // Unknown report, hidden report or a month without data: "not found" with the service's own words.
     if (e instanceof AppError && (e.status === 404 || e.status === 400)) throw new McpError(e.status === 404 ? RESOURCE_NOT_FOUND : ErrorCode.InvalidParams, e.message, { uri });

@@ -25,6 +25,8 @@ import * as z from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
+import { classifyError } from "../http/classifyError.ts";
+import { errorForLog } from "../log.ts";
 import { accountTools } from "./tools/accounts.ts";
 import { commitmentTools } from "./tools/commitments.ts";
 import { runTool, type ToolContext, type ToolDef } from "./tools/common.ts";
@@ -117,14 +119,34 @@ export function createMcpServer(s: Services, principal: Principal): Server {
   });
 
   const reportsAllowed = reportResourcesAllowed(principal);
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: reportsAllowed ? await listReportResources(ctx()) : [] }));
+  server.setRequestHandler(ListResourcesRequestSchema, () => protocolAnswer(s, "resources/list", async () => ({ resources: reportsAllowed ? await listReportResources(ctx()) : [] })));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: reportsAllowed ? [REPORT_RESOURCE_TEMPLATE] : [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    if (!reportsAllowed) throw new McpError(ErrorCode.InvalidParams, `Unknown resource: ${request.params.uri}.`);
-    return readReportResource(ctx(), request.params.uri);
-  });
+  server.setRequestHandler(ReadResourceRequestSchema, (request) =>
+    protocolAnswer(s, "resources/read", async () => {
+      if (!reportsAllowed) throw new McpError(ErrorCode.InvalidParams, `Unknown resource: ${request.params.uri.slice(0, 200)}.`);
+      return readReportResource(ctx(), request.params.uri);
+    }),
+  );
 
-  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: PROMPTS.map((p) => ({ name: p.name, title: p.title, description: p.description, arguments: p.arguments })) }));
-  server.setRequestHandler(GetPromptRequestSchema, (request) => getPrompt(request.params.name, request.params.arguments ?? {}, s.now()));
+  // Only the prompts whose every tool this caller may call (a prompt naming a hidden tool would fail).
+  const prompts = PROMPTS.filter((p) => p.tools.every((name) => byName.has(name)));
+  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: prompts.map((p) => ({ name: p.name, title: p.title, description: p.description, arguments: p.arguments })) }));
+  server.setRequestHandler(GetPromptRequestSchema, (request) => getPrompt(prompts, request.params.name, request.params.arguments ?? {}, s.now()));
   return server;
+}
+
+/**
+ * A protocol answer that reads data (resources): MCP errors pass as they are; a domain error
+ * becomes -32603 with its own message; anything else is logged and answered with a generic
+ * message, never the driver's text (the SDK would send an exception's message as it is).
+ */
+async function protocolAnswer<T>(s: Services, method: string, answer: () => Promise<T>): Promise<T> {
+  try {
+    return await answer();
+  } catch (e) {
+    if (e instanceof McpError) throw e;
+    const { error, internal } = classifyError(e);
+    if (internal) s.log.error("mcp request failed", { method, error: errorForLog(e) });
+    throw new McpError(ErrorCode.InternalError, internal ? "The request failed on our side; the error has been logged. Try again shortly." : error.message);
+  }
 }

@@ -7,6 +7,7 @@ import { useTestApp } from "../helpers/app.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { ALL_TOOLS } from "../../lib/mcp/server.ts";
 import { PROMPTS } from "../../lib/mcp/prompts.ts";
+import { RESOURCE_MAX_ROWS } from "../../lib/mcp/resources.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { importCsvText, focusCsv } from "../reports/helpers.ts";
 import { NOW, initializeBody, mcpHeaders } from "./fixtures.ts";
@@ -107,5 +108,22 @@ describeEachDb("mcp protocol: capabilities, errors, resources, prompts", (driver
     expect((await rpc(t.org.key, "prompts/get", { name: "explain_monthly_bill", arguments: { month: "2026-13" } })).error.code).toBe(-32602);
     expect((await rpc(t.org.key, "prompts/get", { name: "nope" })).error.code).toBe(-32602);
     expect((await rpc(t.org.key, "prompts/get", { name: "explain_monthly_bill", arguments: { extra: "x" } })).error.code).toBe(-32602);
+    // A prompt naming a tool the scopes hide is neither listed nor served.
+    expect((await rpc(readOnly, "prompts/list")).result.prompts.map((p: any) => p.name)).toEqual(["explain_monthly_bill"]);
+    expect((await rpc(readOnly, "prompts/get", { name: "monthly_commitment_review" })).error.code).toBe(-32602);
+  });
+
+  test("a report month past the resource row cap is cut, says so and links the whole month as CSV", async () => {
+    const org = await t.newOrg("Big month");
+    const rows = Array.from({ length: RESOURCE_MAX_ROWS + 3 }, (_, i) => ({
+      BillingPeriodStart: "2026-05-01T00:00:00Z", BillingPeriodEnd: "2026-06-01T00:00:00Z", ChargePeriodStart: "2026-05-03T00:00:00Z", ChargePeriodEnd: "2026-05-03T01:00:00Z",
+      ResourceId: `i-${String(i).padStart(6, "0")}`, BilledCost: "0.01", EffectiveCost: "0.01", ListCost: "0.01", ContractedCost: "0.01",
+    }));
+    await importCsvText(t, org.id, focusCsv(rows), { now: NOW });
+    const read = await rpc(org.key, "resources/read", { uri: "commitops://reports/cloud_bill_by_resource/2026-05" });
+    const doc = JSON.parse(read.result.contents[0].text);
+    expect(doc.rows.length).toBe(RESOURCE_MAX_ROWS);
+    expect(doc).toMatchObject({ truncated: true, total_rows: RESOURCE_MAX_ROWS + 3 });
+    expect(doc.csv_url).toBe(`http://localhost/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_resource?year=2026&month=5&format=csv`);
   });
 });

@@ -67,7 +67,15 @@ export const questions: EvalQuestion[] = [
     async run(ev) {
       const r = await ev.call("query_costs", { ...MAY, group_by: ["provider", "service_category", "service"], limit: 5 });
       const rep = await report(ev, "cloud_bill_by_service", 5);
-      const top = [...rep].sort((a, b) => b.total_cost - a.total_cost).slice(0, 5);
+      // Ranked within each currency (a EUR amount is never compared with a USD one): the five
+      // kept are each currency's largest in turn, shown by currency, largest first.
+      const rank = new Map<any, number>();
+      for (const cur of new Set(rep.map((x) => x.billing_currency)))
+        rep.filter((x) => x.billing_currency === cur).sort((a, b) => b.total_cost - a.total_cost).forEach((x, i) => rank.set(x, i));
+      const top = [...rep]
+        .sort((a, b) => rank.get(a)! - rank.get(b)! || a.billing_currency.localeCompare(b.billing_currency))
+        .slice(0, 5)
+        .sort((a, b) => a.billing_currency.localeCompare(b.billing_currency) || rank.get(a)! - rank.get(b)!);
       expect(r.rows.map((x: any) => [x.keys.provider, x.keys.service, x.currency])).toEqual(top.map((x) => [x.provider, x.service_name, x.billing_currency]));
       r.rows.forEach((x: any, i: number) => {
         expectCents(x.effective_cost, top[i]!.total_cost, `${x.keys.service} amortized`);
