@@ -7,7 +7,7 @@
  * provider file refreshes the seeded rows in place (ids stay stable for estimate lines).
  */
 import { withInsuredOffers } from "./insured.ts";
-import { PUBLIC_CATALOG, instanceFamilyOf, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
+import { CATALOG_CURRENCY, PUBLIC_CATALOG, instanceFamilyOf, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
 
 export class ImportFormatError extends Error {}
 
@@ -197,7 +197,7 @@ export function azureRetailBatch(pages: any[], opts: ImportOptions = {}): Catalo
   const vmKey = (i: any, os: string) => `azure:vm:${i.armRegionName}:${String(i.armSkuName).toLowerCase()}:${os}`;
   const offerFor = (key: string, make: () => OfferInput) => offers.get(key) ?? offers.set(key, make()).get(key)!;
   for (const i of items) {
-    if (i.currencyCode && i.currencyCode !== "USD") continue;
+    if (i.currencyCode && i.currencyCode !== CATALOG_CURRENCY) continue;
     if (/Spot|Low Priority/i.test(`${i.skuName} ${i.meterName}`)) continue;
     const asOf = dateOf(i.effectiveStartDate);
     const isVm = i.serviceName === "Virtual Machines" && i.armSkuName;

@@ -1,5 +1,11 @@
 import type { Provider } from "../pricing/index.ts";
 
+/**
+ * The one currency of the catalog (the importers skip prices in any other): estimates, plans and
+ * the orders bought from them are priced in it.
+ */
+export const CATALOG_CURRENCY = "USD";
+
 /** The public catalog's owner id (`catalog_sku_org_id` / `offer_org_id`). */
 export const PUBLIC_CATALOG = "public";
 

@@ -25,11 +25,9 @@ import * as z from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
-import { classifyError } from "../http/classifyError.ts";
-import { errorForLog } from "../log.ts";
 import { accountTools } from "./tools/accounts.ts";
 import { commitmentTools } from "./tools/commitments.ts";
-import { runTool, type ToolContext, type ToolDef } from "./tools/common.ts";
+import { FAILED_ON_OUR_SIDE, failureMessage, runTool, type ToolContext, type ToolDef } from "./tools/common.ts";
 import { coverageTools } from "./tools/coverage.ts";
 import { planningTools } from "./tools/planning.ts";
 import { spendTools } from "./tools/spend.ts";
@@ -113,7 +111,7 @@ export function createMcpServer(s: Services, principal: Principal): Server {
     const result = await runTool(def, c, args.data);
     if (!result.isError && !output.safeParse(result.structuredContent).success) {
       s.log.error("mcp tool output does not match its schema", { tool: def.name, org_id: c.orgId });
-      return { isError: true, content: [{ type: "text" as const, text: "The tool failed on our side; the error has been logged. Try again shortly." }] };
+      return { isError: true, content: [{ type: "text" as const, text: FAILED_ON_OUR_SIDE }] };
     }
     return result;
   });
@@ -136,17 +134,14 @@ export function createMcpServer(s: Services, principal: Principal): Server {
 }
 
 /**
- * A protocol answer that reads data (resources): MCP errors pass as they are; a domain error
- * becomes -32603 with its own message; anything else is logged and answered with a generic
- * message, never the driver's text (the SDK would send an exception's message as it is).
+ * A protocol answer that reads data (resources): MCP errors pass as they are; anything else is
+ * -32603 with `failureMessage` (the SDK would send an exception's message as it is).
  */
 async function protocolAnswer<T>(s: Services, method: string, answer: () => Promise<T>): Promise<T> {
   try {
     return await answer();
   } catch (e) {
     if (e instanceof McpError) throw e;
-    const { error, internal } = classifyError(e);
-    if (internal) s.log.error("mcp request failed", { method, error: errorForLog(e) });
-    throw new McpError(ErrorCode.InternalError, internal ? "The request failed on our side; the error has been logged. Try again shortly." : error.message);
+    throw new McpError(ErrorCode.InternalError, failureMessage(s, "mcp request failed", { method }, e));
   }
 }

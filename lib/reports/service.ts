@@ -331,7 +331,8 @@ export function crlfOutsideQuotes(): (chunk: Uint8Array) => Uint8Array {
   };
 }
 
-function typed(def: ReportDefinition, raw: Record<string, unknown>): ReportRow {
+/** A raw row of a report's SQL as the API types it (numbers, booleans, strings, null). */
+export function typed(def: ReportDefinition, raw: Record<string, unknown>): ReportRow {
   const row: ReportRow = {};
   for (const f of def.output_fields) {
     const v = raw[f.name];

@@ -197,6 +197,8 @@ describeEachDb("mcp get_coverage_and_utilization from the allocation reports", (
     expect(usd.ondemand_cost).toBe(35.01);
 
     const byCommitment = await call(client, "get_coverage_and_utilization", { group_by: "commitment", ...window });
+    // Its months' status (read from the report's periods, no report rows) is the other groupings'.
+    expect(byCommitment.months).toEqual(byPeriod.months);
     expect(byCommitment.rows.map((r: any) => [r.month, r.key, r.currency])).toEqual([
       ["2026-05", SP, "USD"],
       ["2026-05", RO, "EUR"],
@@ -225,6 +227,7 @@ describeEachDb("mcp get_coverage_and_utilization from the allocation reports", (
     expect(d.window).toEqual({ start_month: "2026-04", end_month: "2026-06" });
     expect(d.group_by).toBe("period");
     expect(d.months).toEqual([{ month: "2026-04", status: "no_data" }, { month: "2026-05", status: "in_progress" }, { month: "2026-06", status: "in_progress" }]);
+    expect((await call(client, "get_coverage_and_utilization", { group_by: "commitment" })).months).toEqual(d.months);
     const bad = async (args: Record<string, unknown>, text: string) => {
       const r: any = await client.callTool({ name: "get_coverage_and_utilization", arguments: args });
       expect(r.isError, JSON.stringify(args)).toBe(true);

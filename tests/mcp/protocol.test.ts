@@ -6,6 +6,7 @@ import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { ALL_TOOLS } from "../../lib/mcp/server.ts";
+import { FAILED_ON_OUR_SIDE } from "../../lib/mcp/tools/common.ts";
 import { PROMPTS } from "../../lib/mcp/prompts.ts";
 import { RESOURCE_MAX_ROWS } from "../../lib/mcp/resources.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -125,5 +126,20 @@ describeEachDb("mcp protocol: capabilities, errors, resources, prompts", (driver
     expect(doc.rows.length).toBe(RESOURCE_MAX_ROWS);
     expect(doc).toMatchObject({ truncated: true, total_rows: RESOURCE_MAX_ROWS + 3 });
     expect(doc.csv_url).toBe(`http://localhost/beta/v1/org/${org.id}/allocation-reports/cloud_bill_by_resource?year=2026&month=5&format=csv`);
+  });
+
+  test("a failure on our side (a broken query) is logged and answered generically, by tools and resources alike", async () => {
+    // Last in the file: the table comes back afterwards, but nothing else may run meanwhile.
+    await t.s.handle.query("ALTER TABLE billing_periods RENAME TO billing_periods_away");
+    try {
+      const read = await rpc(t.org.key, "resources/read", { uri: "commitops://reports/cloud_bill_by_service/2026-05" });
+      expect(read.error.code).toBe(-32603);
+      expect(read.error.message).toEndWith(FAILED_ON_OUR_SIDE);
+      const call = await rpc(t.org.key, "tools/call", { name: "get_allocation_report", arguments: { report_type: "cloud_bill_by_service", month: "2026-05" } });
+      expect(call.result).toMatchObject({ isError: true, content: [{ type: "text", text: FAILED_ON_OUR_SIDE }] });
+      expect(JSON.stringify([read, call])).not.toContain("billing_periods");
+    } finally {
+      await t.s.handle.query("ALTER TABLE billing_periods_away RENAME TO billing_periods");
+    }
   });
 });

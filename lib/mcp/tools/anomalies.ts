@@ -71,6 +71,9 @@ export const detectAnomaliesTool = defineTool({
     let end = a.end_date ? calendarDate(a.end_date, "end_date") : null;
     if (end && end > today) end = today;
     const hist = historyDays();
+    // A window that cannot be valid is refused before any billing data is read (the default end
+    // is at the latest today, so a start over MAX_DAYS back never fits).
+    if (start && daysBetween(start, end ?? today) > MAX_DAYS) throw new ValidationError(`The window may span at most ${MAX_DAYS} days.`, { start_date: [`at most ${MAX_DAYS} days before end_date`] });
     // How far each billing account's usage data reaches (rows starting before now).
     const probeTo = end ?? today;
     const probeFrom = addDaysIso(start ?? addDaysIso(probeTo, -DEFAULT_DAYS), -hist);

@@ -85,13 +85,22 @@ export async function runTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(
       ],
     };
   } catch (e) {
-    const { error, internal } = classifyError(e);
-    if (internal) {
-      ctx.s.log.error("mcp tool failed", { tool: def.name, org_id: ctx.orgId, error: errorForLog(e) });
-      return { isError: true, content: [{ type: "text" as const, text: "The tool failed on our side; the error has been logged. Try again shortly." }] };
-    }
-    return { isError: true, content: [{ type: "text" as const, text: error.message }] };
+    return { isError: true, content: [{ type: "text" as const, text: failureMessage(ctx.s, "mcp tool failed", { tool: def.name, org_id: ctx.orgId }, e) }] };
   }
+}
+
+export const FAILED_ON_OUR_SIDE = "The request failed on our side; the error has been logged. Try again shortly.";
+
+/**
+ * What a failed assistant call tells the client (tools, resources): a domain error's own
+ * message; anything else is logged (never the driver's text to the client) and answered with
+ * FAILED_ON_OUR_SIDE. The one error mapping of the MCP server, on the HTTP app's classifyError.
+ */
+export function failureMessage(s: Pick<Services, "log">, event: string, fields: Record<string, unknown>, e: unknown): string {
+  const { error, internal } = classifyError(e);
+  if (!internal) return error.message;
+  s.log.error(event, { ...fields, error: errorForLog(e) });
+  return FAILED_ON_OUR_SIDE;
 }
 
 /**

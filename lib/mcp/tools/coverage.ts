@@ -12,7 +12,7 @@ import { queryRows, type Provider } from "../../billing/sql.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
 import { fromCents, toCents } from "../../pricing/display.ts";
 import { findReport } from "../../reports/catalog.ts";
-import { liveReportSql, reportRows, type ReportRow } from "../../reports/service.ts";
+import { liveReportSql, reportPeriods, reportRows, typed, type ReportRow } from "../../reports/service.ts";
 import { defineTool, moneyText, providerEnum, ratio, totalsByCurrency, type ToolContext } from "./common.ts";
 
 const MONEY = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "ondemand_cost", "savings"] as const;
@@ -87,11 +87,7 @@ async function reportMonth(ctx: ToolContext, type: string, month: string, provid
   const def = findReport(type)!;
   const { text, params } = liveReportSql(def, ctx.orgId, `${month}-01`, provider ?? null, {});
   const raw = await queryRows<Record<string, unknown>>(ctx.s.db, text, params);
-  const numeric = new Set(def.output_fields.filter((f) => f.type === "number").map((f) => f.name));
-  return {
-    rows: raw.map((r) => Object.fromEntries(def.output_fields.map((f) => [f.name, r[f.name] === null || r[f.name] === undefined ? null : numeric.has(f.name) ? Number(r[f.name]) : String(r[f.name])]))),
-    status: "not_closed",
-  };
+  return { rows: raw.map((r) => typed(def, r)), status: "not_closed" };
 }
 
 const zero = (): Cents => ({ commitment_used_cost: 0, commitment_unused_allocated_cost: 0, commitment_cost: 0, covered_ondemand_cost: 0, ondemand_cost: 0, savings: 0 });
@@ -217,14 +213,20 @@ export const coverageUtilizationTool = defineTool({
     const months = resolveMonths(ctx.now, a);
     const found: Acc[] = [];
     const statuses: { month: string; status: MonthStatus }[] = [];
+    // By commitment no report rows are read: the months' status comes from the report's periods.
+    const periods =
+      a.group_by === "commitment"
+        ? new Map((await reportPeriods(ctx.s.db, ctx.orgId, findReport("commitment_cost_by_account")!, { provider: a.provider, filters: {} }, ctx.now)).map((p) => [`${p.year}-${String(p.month).padStart(2, "0")}`, p.status]))
+        : null;
     for (const month of months) {
-      const grain = a.group_by === "service" ? "service" : "account";
-      const commitment = await reportMonth(ctx, `commitment_cost_by_${grain}`, month, a.provider);
-      statuses.push({ month, status: commitment.status });
-      if (a.group_by === "commitment") {
+      if (periods) {
+        statuses.push({ month, status: periods.get(month) ?? "no_data" });
         found.push(...(await commitmentMonth(ctx, month, a.provider)));
         continue;
       }
+      const grain = a.group_by === "service" ? "service" : "account";
+      const commitment = await reportMonth(ctx, `commitment_cost_by_${grain}`, month, a.provider);
+      statuses.push({ month, status: commitment.status });
       const bill = await reportMonth(ctx, `cloud_bill_by_${grain}`, month, a.provider);
       const joined = joinMonth(month, commitment.rows, bill.rows, grain === "service" ? "service_name" : "account_id");
       found.push(...(a.group_by === "period" ? perMonth(joined) : joined));

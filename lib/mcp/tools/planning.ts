@@ -12,6 +12,7 @@ import { shownItemMoneyOf } from "../../planning/plans.ts";
 import { explainPlan, NO_PURCHASE_REASONS } from "../../planning/reasons.ts";
 import { planTotals, rate6 } from "../../pricing/display.ts";
 import { cents, defineTool, providerEnum, ratio, type ToolContext } from "./common.ts";
+import { CATALOG_CURRENCY } from "../../catalog/model.ts";
 
 const planItem = z.object({
   group_key: z.string(),
@@ -66,7 +67,7 @@ function planView(t: TemplateView, p: GeneratedPlan) {
     template: { id: t.id, name: t.name, is_system_generated: t.is_system_generated, provider: t.provider, segment_id: t.segment_id },
     usage_window: { from: p.usageFrom.toISOString(), to: p.usageTo.toISOString(), lookback_days: t.configuration.lookback_days },
     // Plans are priced from the catalog, which holds USD prices only (lib/catalog/importers.ts).
-    currency: PLAN_CURRENCY,
+    currency: CATALOG_CURRENCY,
     usage_groups: p.usageGroupCount,
     groups_analyzed: p.groupCount,
     totals: { upfront_cost: totals.total_upfront_cost, monthly_cost: totals.monthly_cost, monthly_net_savings: totals.monthly_net_savings },
@@ -75,7 +76,6 @@ function planView(t: TemplateView, p: GeneratedPlan) {
   };
 }
 
-const PLAN_CURRENCY = "USD";
 
 /** "Recommended: 2 purchase(s), …" or, with none, why not. */
 function planSummary(p: ReturnType<typeof planView>): string {
@@ -213,8 +213,8 @@ export const priceEstimateTool = defineTool({
     });
     const totals = doc.pricing!.totals;
     return {
-      structured: { ...doc, currency: ESTIMATE_CURRENCY, pricing: doc.pricing! } as any,
-      summary: `${doc.name}: on-demand ${ESTIMATE_CURRENCY} ${totals.ondemand_monthly_cost}/month, estimated ${ESTIMATE_CURRENCY} ${totals.estimated_monthly_cost}/month, net savings ${ESTIMATE_CURRENCY} ${totals.monthly_net_savings}/month, upfront ${ESTIMATE_CURRENCY} ${totals.commitment_upfront_cost}.`,
+      structured: { ...doc, currency: CATALOG_CURRENCY, pricing: doc.pricing! } as any,
+      summary: `${doc.name}: on-demand ${CATALOG_CURRENCY} ${totals.ondemand_monthly_cost}/month, estimated ${CATALOG_CURRENCY} ${totals.estimated_monthly_cost}/month, net savings ${CATALOG_CURRENCY} ${totals.monthly_net_savings}/month, upfront ${CATALOG_CURRENCY} ${totals.commitment_upfront_cost}.`,
     };
   },
 });
@@ -297,7 +297,5 @@ export const storedPlansTool = defineTool({
   },
 });
 
-/** Estimates are priced from the catalog, which holds USD prices only. */
-const ESTIMATE_CURRENCY = "USD";
 
 export const planningTools = [recommendationsTool, generatePlanTool, storedPlansTool, listTemplatesTool, listEstimatesTool, priceEstimateTool];

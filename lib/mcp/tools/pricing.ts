@@ -18,9 +18,8 @@ import { applicableLeases, QUANTITY_BASES, type CommitmentOption, type Commitmen
 import { displayEstimatePricing, fromCents, toCents } from "../../pricing/display.ts";
 import { ALL_COMMITMENT_TYPES, CONTRACT_TERMS, PAYMENT_OPTIONS } from "../../templates/enums.ts";
 import { defineTool, providerEnum, type ToolContext } from "./common.ts";
+import { CATALOG_CURRENCY } from "../../catalog/model.ts";
 
-/** The catalog prices in USD only (lib/catalog/importers.ts skips other currencies). */
-const CATALOG_CURRENCY = "USD";
 const MAX_LINES = 50;
 
 const text = (max: number) => z.string().trim().min(1).max(max);

@@ -16,9 +16,8 @@ import { shownItemMoneyOf } from "../../planning/plans.ts";
 import { planTotals } from "../../pricing/display.ts";
 import { ValidationError } from "../../errors.ts";
 import { defineTool, isoDate, moneyText, providerEnum, totalsByCurrency, type ToolContext } from "./common.ts";
+import { CATALOG_CURRENCY } from "../../catalog/model.ts";
 
-/** The currency plans and orders are priced in (the catalog's). */
-const ORDER_CURRENCY = "USD";
 /** At most this many rows are read to answer one call (orgs hold one order per template and day at most). */
 const MAX_SCAN = 20_000;
 
@@ -127,7 +126,7 @@ function purchaseView(p: PurchaseSummaryView, names: Map<string, string>) {
     execution_date: p.execution_date,
     plan_id: p.plan_id,
     item_count: p.item_count,
-    currency: ORDER_CURRENCY,
+    currency: CATALOG_CURRENCY,
     total_upfront_cost: p.total_upfront_cost,
     monthly_net_savings: p.monthly_net_savings,
     requires_approval: p.requires_approval,
@@ -152,7 +151,7 @@ function itemView(i: Awaited<ReturnType<typeof getPurchase>>["items"][number]) {
     instance_type: i.instance_type,
     instance_family: i.instance_family,
     amount: i.amount,
-    currency: ORDER_CURRENCY,
+    currency: CATALOG_CURRENCY,
     planned_upfront_cost: i.planned_upfront_cost,
     planned_hourly_cost: i.planned_hourly_cost,
     monthly_net_savings: i.monthly_net_savings,
@@ -255,7 +254,7 @@ export const getPurchaseTool = defineTool({
     const failed = view.items.filter((i) => i.status === "failed");
     return {
       structured: { purchase: view, events: p.events.map((e) => ({ at: e.at, event: e.event, item_id: e.item_id, message: e.message })) },
-      summary: `${p.provider} purchase ${p.status} (${view.status_meaning}), ${p.item_count} item(s), upfront ${ORDER_CURRENCY} ${p.total_upfront_cost}, monthly net savings ${ORDER_CURRENCY} ${p.monthly_net_savings}${failed.length ? `; ${failed.length} failed: ${failed.map((i) => i.failure_message ?? i.failure_cause).join("; ")}` : ""}.`,
+      summary: `${p.provider} purchase ${p.status} (${view.status_meaning}), ${p.item_count} item(s), upfront ${CATALOG_CURRENCY} ${p.total_upfront_cost}, monthly net savings ${CATALOG_CURRENCY} ${p.monthly_net_savings}${failed.length ? `; ${failed.length} failed: ${failed.map((i) => i.failure_message ?? i.failure_cause).join("; ")}` : ""}.`,
     };
   },
 });
@@ -331,7 +330,7 @@ export const listPurchaseRunsTool = defineTool({
         outcome_meaning: r.outcome ? (OUTCOME_MEANING[r.outcome] ?? null) : null,
         plan_id: r.plan_id,
         purchase_id: r.purchase_id,
-        currency: ORDER_CURRENCY,
+        currency: CATALOG_CURRENCY,
         plan_monthly_net_savings: plan ? plan.monthly_net_savings : null,
         plan_total_upfront_cost: plan ? plan.total_upfront_cost : null,
         attempts: r.attempts,

@@ -2,22 +2,14 @@
  * Evaluation questions on allocation reports and commitment coverage/utilization: each answered
  * through the MCP tools and checked against the REST reports (JSON or CSV) to the cent.
  *
- * May (the previous month) is closed in the eval org; the freeze job would snapshot it within
- * minutes. Questions that need a finalized month (on_period_close reports) run the freeze the
- * job would run (`finalizeClosedMonths`, idempotent): it changes no figure, only makes May
- * `finalized`.
+ * May (the previous month) is closed and frozen in the eval org (openEval), so the
+ * on_period_close reports have it as a finalized month.
  */
 import { expect } from "bun:test";
-import { freezeClosedPeriods } from "../../../lib/reports/periods.ts";
-import { EUR_ACCOUNT, EVAL_NOW, expectCents, sumShown, type EvalContext, type EvalQuestion } from "./harness.ts";
+import { EUR_ACCOUNT, expectCents, sumShown, type EvalContext, type EvalQuestion } from "./harness.ts";
 
 const MAY = { year: 2026, month: 5, text: "2026-05" };
 const cents = (v: unknown) => Math.round(Number(v ?? 0) * 100);
-
-/** What the freeze-periods job does to the org's closed months (no-op once done). */
-async function finalizeClosedMonths(ev: EvalContext) {
-  await freezeClosedPeriods(ev.t.s.db, EVAL_NOW, { orgId: ev.t.org.id });
-}
 
 /** REST rows of a report month (JSON). */
 async function restRows(ev: EvalContext, type: string, query = "") {
@@ -58,7 +50,6 @@ export const questions: EvalQuestion[] = [
     question: "Which child organization should be charged for the insured commitment premiums in May?",
     tools: ["list_allocation_reports", "get_allocation_report"],
     async run(ev) {
-      await finalizeClosedMonths(ev);
       const catalog = await ev.call("list_allocation_reports");
       const report = catalog.reports.find((r: any) => r.report_type === "premiums_and_rebates_by_child_org");
       expect(report.filters.map((f: any) => f.name)).toContain("child_org_id");
@@ -86,7 +77,6 @@ export const questions: EvalQuestion[] = [
     question: "What is our coverage by account for May?",
     tools: ["get_coverage_and_utilization"],
     async run(ev) {
-      await finalizeClosedMonths(ev);
       const doc = await ev.call("get_coverage_and_utilization", { group_by: "account", start_month: MAY.text, end_month: MAY.text, limit: 1000 });
       expect(doc.months).toEqual([{ month: MAY.text, status: "finalized" }]);
       const commit = await restRows(ev, "commitment_cost_by_account");
@@ -138,7 +128,6 @@ export const questions: EvalQuestion[] = [
     question: "Which months are finalized for commitment_cost_by_account?",
     tools: ["list_report_periods"],
     async run(ev) {
-      await finalizeClosedMonths(ev);
       const doc = await ev.call("list_report_periods", { report_type: "commitment_cost_by_account" });
       const rest = await ev.rest("/allocation-reports/commitment_cost_by_account/periods?page_size=100");
       expect(doc.periods).toEqual(rest.map((p: any) => ({ month: `${p.year}-${String(p.month).padStart(2, "0")}`, status: p.status })));
@@ -194,7 +183,6 @@ export const questions: EvalQuestion[] = [
     question: "What does the EUR subscription cost on demand in May, and is any of it covered?",
     tools: ["get_coverage_and_utilization", "get_allocation_report"],
     async run(ev) {
-      await finalizeClosedMonths(ev);
       const doc = await ev.call("get_coverage_and_utilization", { group_by: "account", provider: "azure", start_month: MAY.text, end_month: MAY.text });
       const eurRow = doc.rows.find((r: any) => r.key === EUR_ACCOUNT);
       expect(eurRow.currency).toBe("EUR");
