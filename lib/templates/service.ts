@@ -246,6 +246,17 @@ async function loadTemplate(db: DbOrTx, orgId: string, id: string, forUpdate = f
   return row;
 }
 
+/** The names of the org's templates among `ids` (unknown ids and another org's are left out). */
+export async function templateNamesOf(db: DbOrTx, orgId: string, ids: (string | null)[]): Promise<Map<string, string>> {
+  const wanted = [...new Set(ids.filter((x): x is string => !!x))];
+  if (!wanted.length) return new Map();
+  const rows = await db
+    .select({ id: commitmentPlanTemplates.id, name: commitmentPlanTemplates.name })
+    .from(commitmentPlanTemplates)
+    .where(and(eq(commitmentPlanTemplates.orgId, orgId), inArray(commitmentPlanTemplates.id, wanted)));
+  return new Map(rows.map((r) => [r.id, r.name]));
+}
+
 export async function getTemplate(db: DbOrTx, orgId: string, id: string, now: Date): Promise<TemplateView> {
   return templateView(await loadTemplate(db, orgId, id), now);
 }

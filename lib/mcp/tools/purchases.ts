@@ -7,16 +7,15 @@
  * a bought item's actual price carries the currency the provider charged.
  */
 import * as z from "zod";
-import { and, eq, inArray } from "drizzle-orm";
-import { commitmentPlanTemplates } from "../../db/schema/index.ts";
 import { MAX_PAGE_SIZE } from "../../http/paging.ts";
 import { getPurchase, pagePurchases, PURCHASE_STATUSES, type PurchaseSummaryView } from "../../purchasing/orders.ts";
 import { pageRuns, RUN_STATUSES, type RunView } from "../../purchasing/runs.ts";
 import { shownItemMoneyOf } from "../../planning/plans.ts";
 import { planTotals } from "../../pricing/display.ts";
 import { ValidationError } from "../../errors.ts";
-import { defineTool, isoDate, moneyText, providerEnum, totalsByCurrency, type ToolContext } from "./common.ts";
+import { defineTool, isoDate, moneyText, providerEnum, totalsByCurrency } from "./common.ts";
 import { CATALOG_CURRENCY } from "../../catalog/model.ts";
+import { templateNamesOf } from "../../templates/service.ts";
 
 /** At most this many rows are read to answer one call (orgs hold one order per template and day at most). */
 const MAX_SCAN = 20_000;
@@ -50,16 +49,6 @@ function window(a: { start_date?: string; end_date?: string }) {
   }
   if (from && to && to <= from) throw new ValidationError("end_date must be after start_date.", { end_date: ["must be after start_date"] });
   return { from, to, start_date: a.start_date ?? null, end_date: a.end_date ?? null };
-}
-
-async function templateNames(ctx: ToolContext, ids: (string | null)[]): Promise<Map<string, string>> {
-  const wanted = [...new Set(ids.filter((x): x is string => !!x))];
-  if (!wanted.length) return new Map();
-  const rows = await ctx.s.db
-    .select({ id: commitmentPlanTemplates.id, name: commitmentPlanTemplates.name })
-    .from(commitmentPlanTemplates)
-    .where(and(eq(commitmentPlanTemplates.orgId, ctx.orgId), inArray(commitmentPlanTemplates.id, wanted)));
-  return new Map(rows.map((r) => [r.id, r.name]));
 }
 
 const purchaseOut = z.object({
@@ -219,7 +208,7 @@ export const listPurchasesTool = defineTool({
       }
       if (older || offset + MAX_PAGE_SIZE >= page.total) break;
     }
-    const names = await templateNames(ctx, matching.map((p) => p.template_id));
+    const names = await templateNamesOf(ctx.s.db, ctx.orgId, matching.map((p) => p.template_id));
     const all = matching.map((p) => purchaseView(p, names));
     const shown = all.slice(0, a.limit);
     const out = [];
@@ -249,7 +238,7 @@ export const getPurchaseTool = defineTool({
   },
   async run(ctx, a) {
     const p = await getPurchase(ctx.s.db, ctx.orgId, a.purchase_id.toLowerCase());
-    const names = await templateNames(ctx, [p.template_id]);
+    const names = await templateNamesOf(ctx.s.db, ctx.orgId, [p.template_id]);
     const view = { ...purchaseView(p, names), items: p.items.map(itemView) };
     const failed = view.items.filter((i) => i.status === "failed");
     return {
@@ -316,7 +305,7 @@ export const listPurchaseRunsTool = defineTool({
       if (older || offset + MAX_PAGE_SIZE >= page.total) break;
     }
     const shown = matching.slice(0, a.limit);
-    const names = await templateNames(ctx, shown.map((r) => r.template_id));
+    const names = await templateNamesOf(ctx.s.db, ctx.orgId, shown.map((r) => r.template_id));
     const money = await shownItemMoneyOf(ctx.s.db, ctx.orgId, shown.flatMap((r) => (r.plan_id ? [r.plan_id] : [])));
     const runs = shown.map((r) => {
       const plan = r.plan_id ? planTotals(money.get(r.plan_id) ?? []) : null;
