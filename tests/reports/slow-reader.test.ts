@@ -44,6 +44,8 @@ describeEachDb("slow report readers", (driver) => {
   let org: { id: string; key: string };
   let other: { id: string; key: string };
   let expectedCsv: string;
+  /** How long the report's query alone takes on this machine (the single PGlite connection is busy that long). */
+  let oneReportQueryMs = 0;
   const servers: Served[] = [];
 
   /** The real Bun adapter (scripts/bun-server.ts, as `npm start` serves the app) with its own config and captured logs. */
@@ -119,7 +121,10 @@ describeEachDb("slow report readers", (driver) => {
     // The expected CSV, built in memory from one plain query (no cursor, no stream).
     const def = findReport(REPORT)!;
     const { text, params } = liveReportSql(def, org.id, "2026-05-01", "aws", {});
-    expectedCsv = csvChunk(def, await handle.query(text, params), true);
+    const q0 = performance.now();
+    const rows = await handle.query(text, params);
+    oneReportQueryMs = performance.now() - q0;
+    expectedCsv = csvChunk(def, rows, true);
     expect(expectedCsv.length).toBeGreaterThan(10_000_000);
   }, 60_000);
 
@@ -175,7 +180,7 @@ describeEachDb("slow report readers", (driver) => {
     const latencies: number[] = [];
     const probe = async (url: string, key?: string) => {
       const t = performance.now();
-      const r = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(5000) });
+      const r = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(15_000) });
       await r.arrayBuffer();
       latencies.push(performance.now() - t);
       return r.status;
@@ -202,8 +207,10 @@ describeEachDb("slow report readers", (driver) => {
     expect(maxHeld).toBeLessThanOrEqual(slots);
     expect(downloadSlots(handle).inUse).toBe(0);
     const worst = Math.max(...latencies);
-    console.log(`[${driver}] ${stalled} stalled downloads: all cut and released after ${Math.round(releasedAfter)} ms; ${latencies.length} probes, worst ${Math.round(worst)} ms`);
-    expect(worst).toBeLessThan(3000);
+    console.log(`[${driver}] ${stalled} stalled downloads: all cut and released after ${Math.round(releasedAfter)} ms; ${latencies.length} probes, worst ${Math.round(worst)} ms (the report's query alone: ${Math.round(oneReportQueryMs)} ms)`);
+    // PostgreSQL serves probes on other connections; PGlite has one connection, so a probe may wait
+    // for the statement in flight: at worst the materialization of one report's cursor.
+    expect(worst).toBeLessThan(driver === "postgres" ? 3000 : Math.max(3000, 2 * oneReportQueryMs));
 
     // Each client sees a failed transfer: a 200 head, then the connection ends without the final chunk.
     for (const c of clients) {
