@@ -178,6 +178,26 @@ CREATE TABLE "commitments" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "catalog_feeds" (
+	"feed" text PRIMARY KEY NOT NULL,
+	"provider" text NOT NULL,
+	"version" text,
+	"etag" text,
+	"checked_at" timestamp with time zone,
+	"changed_at" timestamp with time zone,
+	"last_error" text,
+	"last_error_at" timestamp with time zone
+);
+--> statement-breakpoint
+CREATE TABLE "catalog_refresh_lease" (
+	"name" text PRIMARY KEY NOT NULL,
+	"holder" text,
+	"lease_until" timestamp with time zone,
+	"run_date" text,
+	"started_at" timestamp with time zone,
+	"finished_at" timestamp with time zone
+);
+--> statement-breakpoint
 CREATE TABLE "catalog_seed_state" (
 	"name" text PRIMARY KEY NOT NULL,
 	"version" text NOT NULL,
@@ -776,9 +796,15 @@ CREATE INDEX "commitment_usage_summaries_lookup_idx" ON "commitment_usage_summar
 CREATE UNIQUE INDEX "commitments_org_provider_cid_uq" ON "commitments" USING btree ("org_id","provider","provider_commitment_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "catalog_skus_key_uq" ON "catalog_skus" USING btree ("catalog_sku_org_id","provider","provider_sku_id");--> statement-breakpoint
 CREATE INDEX "catalog_skus_search_idx" ON "catalog_skus" USING btree ("provider","catalog_sku_org_id","region_code");--> statement-breakpoint
+CREATE INDEX "catalog_skus_updated_idx" ON "catalog_skus" USING btree ("updated_at");--> statement-breakpoint
+CREATE INDEX "catalog_skus_feed_idx" ON "catalog_skus" USING btree ("feed");--> statement-breakpoint
 CREATE UNIQUE INDEX "lease_menu_items_uq" ON "lease_menu_items" USING btree ("offer_id","catalog_sku_id");--> statement-breakpoint
 CREATE INDEX "lease_menu_items_sku_idx" ON "lease_menu_items" USING btree ("catalog_sku_id");--> statement-breakpoint
+CREATE INDEX "lease_menu_items_updated_idx" ON "lease_menu_items" USING btree ("updated_at");--> statement-breakpoint
+CREATE INDEX "lease_menu_items_feed_idx" ON "lease_menu_items" USING btree ("feed");--> statement-breakpoint
 CREATE UNIQUE INDEX "offers_key_uq" ON "offers" USING btree ("offer_org_id","provider","offer_key");--> statement-breakpoint
+CREATE INDEX "offers_updated_idx" ON "offers" USING btree ("updated_at");--> statement-breakpoint
+CREATE INDEX "offers_feed_idx" ON "offers" USING btree ("feed");--> statement-breakpoint
 CREATE UNIQUE INDEX "sku_price_tiers_uq" ON "sku_price_tiers" USING btree ("catalog_sku_id","start_quantity");--> statement-breakpoint
 CREATE UNIQUE INDEX "cost_estimates_org_draft_live_uq" ON "cost_estimates" USING btree ("org_id","source_draft_id") WHERE deleted_at IS NULL;--> statement-breakpoint
 CREATE INDEX "cost_estimates_org_provider_idx" ON "cost_estimates" USING btree ("org_id","provider","updated_at");--> statement-breakpoint

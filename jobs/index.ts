@@ -8,17 +8,20 @@ import { oauthCleanupJob } from "./oauth-cleanup.ts";
 import { idempotencyCleanupJob } from "./idempotency-cleanup.ts";
 import { billingSyncJob } from "./billing-sync.ts";
 import { purchaseWebhookJob, purchasingInventoryJob } from "./purchasing.ts";
+import { catalogRefreshJob } from "./catalog-refresh.ts";
 
 /** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
 export interface Job {
   name: string;
   /** Cron pattern (seconds optional), UTC. */
   pattern: string;
+  /** The pattern from the configuration, when it is configurable. */
+  schedule?(config: Services["config"]): string;
   run(s: Services): Promise<void>;
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, idempotencyCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob];
+export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, idempotencyCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob, catalogRefreshJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job
@@ -28,17 +31,25 @@ export async function jobsPlugin(s: Services) {
   const { cron } = await import("@elysiajs/cron");
   let plugin = new Elysia({ name: "jobs" });
   for (const job of jobs) {
-    plugin = plugin.use(
-      cron({
-        name: job.name,
-        pattern: job.pattern,
-        timezone: "UTC",
-        protect: true,
-        run: () => {
-          job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
-        },
-      }),
-    ) as any;
+    const options = (pattern: string) => ({
+      name: job.name,
+      pattern,
+      timezone: "UTC",
+      protect: true,
+      run: () => {
+        job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
+      },
+    });
+    const configured = job.schedule?.(s.config) ?? job.pattern;
+    let withJob;
+    try {
+      withJob = plugin.use(cron(options(configured)));
+    } catch {
+      // A configured pattern cron cannot read must not stop the server: the default runs instead.
+      s.log.error("invalid job schedule; using the default", { job: job.name, schedule: configured, default: job.pattern });
+      withJob = plugin.use(cron(options(job.pattern)));
+    }
+    plugin = withJob as any;
   }
   return plugin;
 }

@@ -63,6 +63,28 @@ export interface Config {
   purchasingInventoryIntervalHours: number;
   /** How long a worker holds a purchase item while it calls the provider; a crashed worker's item is recovered after it (PURCHASE_LEASE_SECONDS, default 600). */
   purchaseLeaseSeconds: number;
+  /** A Pricing whose prices were last confirmed current more than this many days ago says `stale: true` (PRICE_STALE_DAYS, default 35). */
+  priceStaleDays: number;
+  /** Run the daily catalog refresh job (CATALOG_REFRESH_ENABLED; default on with PostgreSQL, off on the embedded PGlite, where an apply holds the only connection; it needs the jobs and network access to the price APIs). */
+  catalogRefreshEnabled: boolean;
+  /** When replicas wake to claim the day's refresh, cron in UTC (CATALOG_REFRESH_SCHEDULE, default minute 17 of every hour: the first wake of a UTC day refreshes, once across replicas). */
+  catalogRefreshSchedule: string;
+  /** Price API base URLs (AWS_PRICING_BASE_URL, AZURE_PRICES_BASE_URL, GCP_BILLING_CATALOG_BASE_URL). */
+  awsPricingBaseUrl: string;
+  azurePricesBaseUrl: string;
+  gcpBillingCatalogBaseUrl: string;
+  /** API key for the Cloud Billing Catalog API (GCP_PRICING_API_KEY); GCP prices are not refreshed without one. */
+  gcpPricingApiKey?: string;
+  /** Regions refreshed per provider (CATALOG_REFRESH_AWS_REGIONS, …_AZURE_REGIONS, …_GCP_REGIONS: comma-separated or `all`; default: the bundled snapshot's regions). */
+  catalogRefreshAwsRegions?: string[] | "all";
+  catalogRefreshAzureRegions?: string[] | "all";
+  catalogRefreshGcpRegions?: string[] | "all";
+}
+
+function regionList(v: string | undefined): string[] | "all" | undefined {
+  if (v === undefined || v.trim() === "") return undefined;
+  if (v.trim().toLowerCase() === "all") return "all";
+  return v.split(",").map((r) => r.trim()).filter(Boolean);
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -121,6 +143,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     purchaseWebhookUrl: env.PURCHASE_WEBHOOK_URL || undefined,
     purchasingInventoryIntervalHours: positiveInt(env.PURCHASING_INVENTORY_INTERVAL_HOURS, 6),
     purchaseLeaseSeconds: positiveInt(env.PURCHASE_LEASE_SECONDS, 600),
+    priceStaleDays: positiveInt(env.PRICE_STALE_DAYS, 35),
+    catalogRefreshEnabled: bool(env.CATALOG_REFRESH_ENABLED, !!env.DATABASE_URL),
+    catalogRefreshSchedule: env.CATALOG_REFRESH_SCHEDULE || "0 17 * * * *",
+    awsPricingBaseUrl: (env.AWS_PRICING_BASE_URL || "https://pricing.us-east-1.amazonaws.com").replace(/\/+$/, ""),
+    azurePricesBaseUrl: (env.AZURE_PRICES_BASE_URL || "https://prices.azure.com").replace(/\/+$/, ""),
+    gcpBillingCatalogBaseUrl: (env.GCP_BILLING_CATALOG_BASE_URL || "https://cloudbilling.googleapis.com").replace(/\/+$/, ""),
+    gcpPricingApiKey: env.GCP_PRICING_API_KEY || undefined,
+    catalogRefreshAwsRegions: regionList(env.CATALOG_REFRESH_AWS_REGIONS),
+    catalogRefreshAzureRegions: regionList(env.CATALOG_REFRESH_AZURE_REGIONS),
+    catalogRefreshGcpRegions: regionList(env.CATALOG_REFRESH_GCP_REGIONS),
     ...overrides,
   };
 }

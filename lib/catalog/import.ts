@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
+import { PUBLIC_CATALOG } from "./model.ts";
 import { ValidationError } from "../errors.ts";
 import { isUuid } from "../orgs/service.ts";
 import { awsOfferFileBatch, awsSavingsPlansBatch, azureRetailBatch, gcpCatalogBatch, ImportFormatError, type ImportOptions } from "./importers.ts";
@@ -36,10 +38,17 @@ export async function importCatalogDocuments(db: Db, format: ImportFormat, docs:
     throw e;
   }
   return db.transaction(async (tx) => {
-    const total: ApplyResult = { skus: 0, offers: 0, leaseMenuItems: 0, withdrawnSkus: 0, withdrawnOffers: 0, withdrawnLeaseMenuItems: 0 };
+    const total: ApplyResult = { skus: 0, offers: 0, leaseMenuItems: 0, withdrawnSkus: 0, withdrawnOffers: 0, withdrawnLeaseMenuItems: 0, changed: 0 };
     for (const b of batches) {
       const r = await applyCatalogBatch(tx, b);
       for (const k of Object.keys(total) as (keyof ApplyResult)[]) total[k] += r[k];
+      // Public prices imported by hand are confirmed current as of today, as a refresh's are
+      // (the rows' own as_of is the provider's effective date, often years old).
+      if (b.orgId === PUBLIC_CATALOG) {
+        await tx.execute(sql`
+          INSERT INTO catalog_feeds (feed, provider, checked_at, changed_at) VALUES (${b.source}, ${b.provider}, now(), ${r.changed ? sql`now()` : null})
+          ON CONFLICT (feed) DO UPDATE SET checked_at = now(), changed_at = coalesce(excluded.changed_at, catalog_feeds.changed_at)`);
+      }
     }
     return total;
   });

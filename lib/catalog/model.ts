@@ -6,6 +6,9 @@ import type { Provider } from "../pricing/index.ts";
  */
 export const CATALOG_CURRENCY = "USD";
 
+/** The bundled snapshot's feed: it yields to every other feed (lib/catalog/store.ts). */
+export const SNAPSHOT_FEED = "public_snapshot";
+
 /** The public catalog's owner id (`catalog_sku_org_id` / `offer_org_id`). */
 export const PUBLIC_CATALOG = "public";
 
@@ -98,4 +101,16 @@ export function instanceFamilyOf(instanceType: string): string {
   const dash = instanceType.split("-");
   if (dash.length > 1) return dash.slice(0, -1).join("-");
   return instanceType;
+}
+
+/** A published price as a number: a finite, non-negative value, else null (absent, "", garbage). */
+export function publishedPrice(v: unknown): number | null {
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : NaN;
+  return Number.isFinite(n) && n >= 0 ? n : null;
+}
+
+/** A provider's date or timestamp as YYYY-MM-DD (what it says otherwise, "unknown" when absent). */
+export function publishedDate(v: unknown): string {
+  const s = typeof v === "string" ? v : "";
+  return /^\d{4}-\d{2}-\d{2}/.test(s) ? s.slice(0, 10) : s || "unknown";
 }

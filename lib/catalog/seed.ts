@@ -4,7 +4,7 @@ import type { Db } from "../db/index.ts";
 import { catalogSeedState } from "../db/schema/index.ts";
 import type { Provider } from "../pricing/index.ts";
 import { withInsuredOffers } from "./insured.ts";
-import { PUBLIC_CATALOG, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
+import { PUBLIC_CATALOG, SNAPSHOT_FEED, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
 import { applyCatalogBatch } from "./store.ts";
 import { CATALOG_SKUS_CSV, PRICES_CSV, SNAPSHOT_VERSION as SNAPSHOT_DATA_VERSION } from "./snapshot.gen.ts";
 
@@ -19,7 +19,7 @@ const SNAPSHOT_VERSION = `${SNAPSHOT_DATA_VERSION}+r${SEED_REVISION}`;
 export const PUBLIC_CATALOG_VERSION = SNAPSHOT_VERSION;
 
 /** The feed name of the bundled public snapshot (re-seeding withdraws only its own rows). */
-export const SNAPSHOT_FEED = "public_snapshot";
+export { SNAPSHOT_FEED };
 
 type Row = Record<string, string>;
 
@@ -206,7 +206,7 @@ export async function ensurePublicCatalog(db: Db): Promise<{ applied: boolean; v
     await tx.execute(sql`SELECT pg_advisory_xact_lock(727104)`);
     const [again] = await tx.select().from(catalogSeedState).where(eq(catalogSeedState.name, SEED_NAME));
     if (again?.version === SNAPSHOT_VERSION) return { applied: false, version: SNAPSHOT_VERSION };
-    for (const batch of snapshotBatches()) await applyCatalogBatch(tx, batch);
+    for (const batch of snapshotBatches()) await applyCatalogBatch(tx, batch, { yieldToOtherFeeds: true });
     await tx
       .insert(catalogSeedState)
       .values({ name: SEED_NAME, version: SNAPSHOT_VERSION })

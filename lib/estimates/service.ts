@@ -7,6 +7,7 @@ import type { Page } from "../http/paging.ts";
 import { loadPricingInputs } from "../catalog/pricingInputs.ts";
 import { PUBLIC_CATALOG } from "../catalog/model.ts";
 import { ensurePublicCatalogOnce } from "../catalog/seed.ts";
+import type { Freshness } from "../catalog/freshness.ts";
 import {
   findExactOption,
   priceEstimate,
@@ -79,11 +80,13 @@ export interface CreateEstimateInput {
   line_items?: LineItemInput[];
 }
 
-export interface ReadOptions {
-  includePricing?: boolean;
-  includeOptions?: boolean;
-  onlyMostFlexibleCommitmentType?: boolean;
-}
+/**
+ * How an estimate is read: without pricing, or priced, which needs the clock and
+ * PRICE_STALE_DAYS to say whether its prices are stale (`freshnessOf(s)`).
+ */
+export type ReadOptions =
+  | { includePricing: false }
+  | { includePricing?: true; includeOptions?: boolean; onlyMostFlexibleCommitmentType?: boolean; freshness: Freshness };
 
 type EstimateRow = typeof costEstimates.$inferSelect;
 type LineRow = typeof estimateLineItems.$inferSelect;
@@ -255,7 +258,7 @@ function sourceDraftConflict(draftId: string, existing: { id: string; provider: 
  * make concurrent identical imports create exactly one estimate; the others get it unchanged,
  * or 409 `source_draft_conflict` when they ask for another provider.
  */
-export async function createEstimate(db: Db, orgId: string, input: CreateEstimateInput, read: ReadOptions = {}): Promise<EstimateDocument> {
+export async function createEstimate(db: Db, orgId: string, input: CreateEstimateInput, read: ReadOptions): Promise<EstimateDocument> {
   await ensurePublicCatalogOnce(db);
   const id = await db.transaction(async (tx) => {
     const values = {
@@ -290,7 +293,7 @@ export async function createEstimate(db: Db, orgId: string, input: CreateEstimat
   return getEstimate(db, orgId, id, read);
 }
 
-export async function getEstimate(db: DbOrTx, orgId: string, id: string, opts: ReadOptions = {}): Promise<EstimateDocument> {
+export async function getEstimate(db: DbOrTx, orgId: string, id: string, opts: ReadOptions): Promise<EstimateDocument> {
   const e = await findLive(db, orgId, id);
   const lines = await db.select().from(estimateLineItems).where(eq(estimateLineItems.estimateId, e.id)).orderBy(asc(estimateLineItems.seq));
   let pricing: EstimatePricing | null = null;
@@ -302,6 +305,7 @@ export async function getEstimate(db: DbOrTx, orgId: string, id: string, opts: R
       priceEstimate(pricingLines, inputs, {
         includeOptions: opts.includeOptions ?? false,
         onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false,
+        freshness: opts.freshness,
       }),
     );
   }
@@ -322,7 +326,7 @@ export async function getEstimate(db: DbOrTx, orgId: string, id: string, opts: R
 }
 
 /** Rule 11: only name and description change. */
-export async function patchEstimate(db: Db, orgId: string, id: string, patch: { name?: string; description?: string | null }, ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
+export async function patchEstimate(db: Db, orgId: string, id: string, patch: { name?: string; description?: string | null }, read: ReadOptions, ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
   const set: Record<string, unknown> = { updatedAt: TOUCH, version: NEXT_VERSION };
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.description !== undefined) set.description = patch.description;
@@ -330,7 +334,7 @@ export async function patchEstimate(db: Db, orgId: string, id: string, patch: { 
     checkVersion((await findLive(tx, orgId, id, true)).version, ifMatch);
     await tx.update(costEstimates).set(set).where(liveEstimate(orgId, id));
   });
-  return getEstimate(db, orgId, id);
+  return getEstimate(db, orgId, id, read);
 }
 
 /** Soft delete (rule 2): links from plans and shares keep pointing at the row; the draft id is released. */
@@ -341,7 +345,7 @@ export async function deleteEstimate(db: Db, orgId: string, id: string, now: Dat
   });
 }
 
-export async function addLines(db: Db, orgId: string, estimateId: string, inputs: LineItemInput[], ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
+export async function addLines(db: Db, orgId: string, estimateId: string, inputs: LineItemInput[], read: ReadOptions, ifMatch?: ExpectedVersions): Promise<EstimateDocument> {
   await ensurePublicCatalogOnce(db);
   await db.transaction(async (tx) => {
     const e = await findLive(tx, orgId, estimateId, true);
@@ -349,7 +353,7 @@ export async function addLines(db: Db, orgId: string, estimateId: string, inputs
     await insertLines(tx, await resolveLineInputs(tx, orgId, e, inputs));
     await tx.update(costEstimates).set({ updatedAt: TOUCH, version: NEXT_VERSION }).where(eq(costEstimates.id, e.id));
   });
-  return getEstimate(db, orgId, estimateId);
+  return getEstimate(db, orgId, estimateId, read);
 }
 
 async function findLine(db: DbOrTx, orgId: string, estimateId: string, lineId: string): Promise<LineRow> {
@@ -361,7 +365,7 @@ async function findLine(db: DbOrTx, orgId: string, estimateId: string, lineId: s
   return line;
 }
 
-/** One line with its pricing entry, always with the full options grid. */
+/** One line with its pricing entry (prices_as_of included), always with the full options grid. */
 export async function getLine(db: DbOrTx, orgId: string, estimateId: string, lineId: string, opts: { onlyMostFlexibleCommitmentType?: boolean } = {}): Promise<{ line_item: LineItem; pricing: LinePricing }> {
   const e = await findLive(db, orgId, estimateId);
   const line = await findLine(db, orgId, estimateId, lineId);

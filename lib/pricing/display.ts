@@ -68,6 +68,7 @@ export function displayLine(p: LinePricing): LinePricing {
     line_item_id: p.line_item_id,
     status: p.status,
     detail: p.detail,
+    prices_as_of: p.prices_as_of,
     ondemand_monthly_cost: ondemand,
     estimated_monthly_cost: matched ? matched.commitment_financials_monthly_rate.commitment_cost.total : ondemand,
     monthly_net_savings: matched ? matched.commitment_financials_monthly_rate.commitment_savings.net : 0,
@@ -97,10 +98,10 @@ export function displayTotals(lines: PricingLine[], shown: LinePricing[]): Prici
   };
 }
 
-/** An estimate's pricing as shown (`lines` in the same order as `pricing.line_items`). */
+/** An estimate's pricing as shown (`lines` in the same order as `pricing.line_items`); its freshness as priced. */
 export function displayEstimatePricing(lines: PricingLine[], pricing: EstimatePricing): EstimatePricing {
   const shown = pricing.line_items.map(displayLine);
-  return { line_items: shown, totals: displayTotals(lines, shown) };
+  return { line_items: shown, totals: displayTotals(lines, shown), prices_as_of: pricing.prices_as_of, stale: pricing.stale };
 }
 
 /** Shown money (each value rounded to cents first) summed in integer cents. */

@@ -39,6 +39,8 @@ export function spendCommitmentPayments(hourly: number, seconds: number, payment
 
 export type { Provider } from "../providers.ts";
 import type { Provider } from "../providers.ts";
+import { isStale, oldestDay, type Freshness } from "../catalog/freshness.ts";
+export type { Freshness } from "../catalog/freshness.ts";
 export type QuantityBasis = "resource_count" | "usage_hours" | "usage_quantity";
 export const QUANTITY_BASES: QuantityBasis[] = ["resource_count", "usage_hours", "usage_quantity"];
 
@@ -102,6 +104,11 @@ export interface SkuPricingInputs {
   sku: PricingSku;
   tiers: PriceTier[];
   leases: LeaseRate[];
+  /**
+   * The oldest day (YYYY-MM-DD) the SKU's price and its leases' prices were confirmed current
+   * (lib/catalog/freshness.ts); null when none is known (e.g. inputs built by hand).
+   */
+  pricesAsOf: string | null;
 }
 
 /** The six fields that identify a chosen CommitmentOption (rule 10). */
@@ -128,6 +135,8 @@ export interface PricingOptions {
   onlyMostFlexibleCommitmentType?: boolean;
   /** Include the per-line `commitment_options` grid (rule 5). */
   includeOptions?: boolean;
+  /** The clock and PRICE_STALE_DAYS `priceEstimate` decides `stale` with (without it: not stale). */
+  freshness?: Freshness;
 }
 
 export interface CommitmentOption {
@@ -174,6 +183,8 @@ export interface LinePricing {
   line_item_id: string;
   status: LineStatus;
   detail: string;
+  /** The oldest day its SKU's and commitment options' prices were confirmed current; null when the line has no price. */
+  prices_as_of: string | null;
   ondemand_monthly_cost: number;
   /** What the line costs per month: the matched option's commitment cost, else on-demand. */
   estimated_monthly_cost: number;
@@ -192,6 +203,10 @@ export interface PricingTotals {
 export interface EstimatePricing {
   line_items: LinePricing[];
   totals: PricingTotals;
+  /** The oldest `prices_as_of` of the lines; null when no line has a price. */
+  prices_as_of: string | null;
+  /** prices_as_of is more than PRICE_STALE_DAYS days old. */
+  stale: boolean;
 }
 
 /** Usage of a line in the SKU's usage unit (hours for hour-priced SKUs). */
@@ -435,6 +450,7 @@ export function priceLine(inputs: SkuPricingInputs | undefined, line: PricingLin
       ...base,
       status: "sku_unavailable",
       detail: why,
+      prices_as_of: null,
       ondemand_monthly_cost: 0,
       estimated_monthly_cost: 0,
       monthly_net_savings: 0,
@@ -465,6 +481,7 @@ export function priceLine(inputs: SkuPricingInputs | undefined, line: PricingLin
     ...base,
     status,
     detail,
+    prices_as_of: inputs.pricesAsOf,
     ondemand_monthly_cost: ondemand,
     estimated_monthly_cost: estimated,
     monthly_net_savings: matched ? matched.commitment_financials_monthly_rate.commitment_savings.net : 0,
@@ -488,8 +505,12 @@ export function pricingTotals(lines: PricingLine[], priced: LinePricing[]): Pric
   return totals;
 }
 
-/** Prices every line of an estimate (each on its own) and the totals over the enabled ones. */
+/**
+ * Prices every line of an estimate (each on its own), the totals over the enabled ones, and how
+ * fresh the prices are: the oldest line's `prices_as_of`, `stale` past `opts.freshness`.
+ */
 export function priceEstimate(lines: PricingLine[], inputsBySkuId: Map<string, SkuPricingInputs>, opts: PricingOptions = {}): EstimatePricing {
   const priced = lines.map((l) => priceLine(inputsBySkuId.get(l.catalogSkuId), l, opts));
-  return { line_items: priced, totals: pricingTotals(lines, priced) };
+  const pricesAsOf = oldestDay(priced.map((p) => p.prices_as_of));
+  return { line_items: priced, totals: pricingTotals(lines, priced), prices_as_of: pricesAsOf, stale: opts.freshness ? isStale(pricesAsOf, opts.freshness) : false };
 }

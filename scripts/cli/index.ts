@@ -76,7 +76,7 @@ export async function runCli(argv: string[]): Promise<number> {
     const result = await cmd.run(s, values, positionals);
     if (values.json) console.log(JSON.stringify(result, null, 2));
     else console.log(cmd.human ? cmd.human(result) : JSON.stringify(result, null, 2));
-    return 0;
+    return cmd.exitCode?.(result) ?? 0;
   } catch (e) {
     if (e instanceof CliError || e instanceof AppError) {
       const msg = e.message + (e instanceof AppError && Object.keys(e.errors).length ? ` (${JSON.stringify(e.errors)})` : "");

@@ -13,6 +13,8 @@ export interface CliCommand {
   /** Return value is printed as JSON with --json, or via `human` otherwise. */
   run(s: Services, values: Record<string, any>, positionals: string[]): Promise<unknown>;
   human?(result: any): string;
+  /** The process exit code for a result that is not a plain success (default 0). */
+  exitCode?(result: any): number;
   /** Commands that need no database (e.g. a generator writing a file). */
   noDb?: boolean;
 }

@@ -33,6 +33,7 @@ export function sku(provider: "aws" | "azure" | "gcp", hourly: number, leases: L
     sku: { id: crypto.randomUUID(), orgId: "public", provider, providerSkuId: "x", displayName: "x", usageUnit: "Hrs", isAvailable: true },
     tiers: [{ startQuantity: 0, endQuantity: null, unitPrice: hourly }],
     leases,
+    pricesAsOf: null,
   };
 }
 

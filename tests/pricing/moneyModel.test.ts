@@ -134,6 +134,7 @@ describe("money model, hand-computed", () => {
         { startQuantity: 1000, endQuantity: null, unitPrice: 0.05 },
       ],
       leases: [],
+      pricesAsOf: null,
     };
     const p = priceLine(storage, { ...pl(storage, 1500), quantityBasis: "usage_quantity" });
     expect(p.ondemand_monthly_cost).toBeCloseTo(107, 9);

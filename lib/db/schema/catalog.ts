@@ -42,6 +42,9 @@ export const catalogSkus = pgTable(
   (t) => [
     uniqueIndex("catalog_skus_key_uq").on(t.catalogSkuOrgId, t.provider, t.providerSkuId),
     index("catalog_skus_search_idx").on(t.provider, t.catalogSkuOrgId, t.regionCode),
+    // max(updated_at) is the pricing cache's cheap change detector (lib/catalog/pricingInputs.ts).
+    index("catalog_skus_updated_idx").on(t.updatedAt),
+    index("catalog_skus_feed_idx").on(t.feed),
   ],
 );
 
@@ -96,7 +99,7 @@ export const offers = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex("offers_key_uq").on(t.offerOrgId, t.provider, t.offerKey)],
+  (t) => [uniqueIndex("offers_key_uq").on(t.offerOrgId, t.provider, t.offerKey), index("offers_updated_idx").on(t.updatedAt), index("offers_feed_idx").on(t.feed)],
 );
 
 /**
@@ -117,7 +120,12 @@ export const leaseMenuItems = pgTable(
     asOf: text("as_of").notNull(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex("lease_menu_items_uq").on(t.offerId, t.catalogSkuId), index("lease_menu_items_sku_idx").on(t.catalogSkuId)],
+  (t) => [
+    uniqueIndex("lease_menu_items_uq").on(t.offerId, t.catalogSkuId),
+    index("lease_menu_items_sku_idx").on(t.catalogSkuId),
+    index("lease_menu_items_updated_idx").on(t.updatedAt),
+    index("lease_menu_items_feed_idx").on(t.feed),
+  ],
 );
 
 /** Which version of the bundled public price snapshot has been applied (fast idempotent seed). */
@@ -125,4 +133,39 @@ export const catalogSeedState = pgTable("catalog_seed_state", {
   name: text("name").primaryKey(),
   version: text("version").notNull(),
   appliedAt: timestamp("applied_at", { withTimezone: true }).notNull().default(sql`now()`),
+});
+
+/**
+ * One refreshable price feed (an AWS service-region offer file, a Savings Plans region file, an
+ * Azure service-region, a GCP service): what its last successful refresh saw, for conditional
+ * requests, and when it was last confirmed current (the freshness shown in pricing).
+ */
+export const catalogFeeds = pgTable("catalog_feeds", {
+  feed: text("feed").primaryKey(),
+  provider: providerColumn().notNull(),
+  /** The provider's version of the feed (AWS version URL/id, publication date, a content digest). */
+  version: text("version"),
+  /** The HTTP ETag of the feed's document, sent back as If-None-Match. */
+  etag: text("etag"),
+  /** Last time a refresh confirmed these prices current (changed or not). */
+  checkedAt: timestamp("checked_at", { withTimezone: true }),
+  /** Last time a refresh changed a row of the feed (a price, a withdrawal, a new SKU or offer). */
+  changedAt: timestamp("changed_at", { withTimezone: true }),
+  /** The last failure's cause (never a secret or a response body); cleared by a success. */
+  lastError: text("last_error"),
+  lastErrorAt: timestamp("last_error_at", { withTimezone: true }),
+});
+
+/**
+ * The refresh lease: one refresh at a time across replicas and CLI runs, and the daily job's
+ * run claimed once per day (`run_date`).
+ */
+export const catalogRefreshLease = pgTable("catalog_refresh_lease", {
+  name: text("name").primaryKey(),
+  holder: text("holder"),
+  leaseUntil: timestamp("lease_until", { withTimezone: true }),
+  /** The UTC day whose daily refresh has been claimed. */
+  runDate: text("run_date"),
+  startedAt: timestamp("started_at", { withTimezone: true }),
+  finishedAt: timestamp("finished_at", { withTimezone: true }),
 });

@@ -13,6 +13,7 @@ import { explainPlan, NO_PURCHASE_REASONS } from "../../planning/reasons.ts";
 import { planTotals, rate6 } from "../../pricing/display.ts";
 import { cents, defineTool, providerEnum, ratio, type ToolContext } from "./common.ts";
 import { CATALOG_CURRENCY } from "../../catalog/model.ts";
+import { freshnessOf, freshnessSentence } from "../../catalog/freshness.ts";
 
 const planItem = z.object({
   group_key: z.string(),
@@ -171,7 +172,7 @@ export const priceEstimateTool = defineTool({
   name: "price_cost_estimate",
   title: "Price a cost estimate",
   description:
-    "Prices a saved cost estimate live against the current catalog and offers and returns the same document as REST GET /cost-estimates/{id} (with pricing), plus its currency (USD, the catalog's): the lines, per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included. Money is rounded to cents and rates to 6 decimals exactly as REST shows them; every total is the sum of the rounded values shown. For SKUs not in a saved estimate use price_sku.",
+    "Prices a saved cost estimate live against the current catalog and offers and returns the same document as REST GET /cost-estimates/{id} (with pricing), plus its currency (USD, the catalog's): the lines, per line the on-demand monthly cost and the selected commitment option, and totals (on-demand, estimated monthly cost, monthly net savings, upfront). With include_options the per-line grid of every commitment option is included. Money is rounded to cents and rates to 6 decimals exactly as REST shows them; every total is the sum of the rounded values shown. pricing.prices_as_of is the oldest day the prices were confirmed current (per line too) and pricing.stale says it is more than PRICE_STALE_DAYS days old (the catalog needs a refresh). For SKUs not in a saved estimate use price_sku.",
   scopes: ["estimates:read"],
   input: {
     estimate_id: z.string().uuid().describe("The cost estimate's id."),
@@ -194,6 +195,7 @@ export const priceEstimateTool = defineTool({
           line_item_id: z.string(),
           status: z.string(),
           detail: z.string(),
+          prices_as_of: z.string().nullable(),
           ondemand_monthly_cost: z.number(),
           estimated_monthly_cost: z.number(),
           monthly_net_savings: z.number(),
@@ -201,20 +203,26 @@ export const priceEstimateTool = defineTool({
         }),
       ),
       totals: z.object({ ondemand_monthly_cost: z.number(), estimated_monthly_cost: z.number(), monthly_net_savings: z.number(), commitment_upfront_cost: z.number() }),
+      prices_as_of: z.string().nullable(),
+      stale: z.boolean(),
     }),
   },
   async run(ctx, a) {
     // The service REST GET /cost-estimates/{id} calls, with the same options: the document is
     // already shown (money in cents, rates to 6 decimals, totals from the shown lines).
+    const freshness = freshnessOf(ctx.s);
     const doc = await getEstimate(ctx.s.db, ctx.orgId, a.estimate_id.toLowerCase(), {
       includePricing: true,
       includeOptions: a.include_options,
       onlyMostFlexibleCommitmentType: a.only_most_flexible_commitment_type,
+      freshness,
     });
-    const totals = doc.pricing!.totals;
+    const pricing = doc.pricing!;
+    const totals = pricing.totals;
+    const asOf = freshnessSentence(pricing.prices_as_of, pricing.stale, freshness.staleDays);
     return {
-      structured: { ...doc, currency: CATALOG_CURRENCY, pricing: doc.pricing! } as any,
-      summary: `${doc.name}: on-demand ${CATALOG_CURRENCY} ${totals.ondemand_monthly_cost}/month, estimated ${CATALOG_CURRENCY} ${totals.estimated_monthly_cost}/month, net savings ${CATALOG_CURRENCY} ${totals.monthly_net_savings}/month, upfront ${CATALOG_CURRENCY} ${totals.commitment_upfront_cost}.`,
+      structured: { ...doc, currency: CATALOG_CURRENCY, pricing } as any,
+      summary: `${doc.name}: on-demand ${CATALOG_CURRENCY} ${totals.ondemand_monthly_cost}/month, estimated ${CATALOG_CURRENCY} ${totals.estimated_monthly_cost}/month, net savings ${CATALOG_CURRENCY} ${totals.monthly_net_savings}/month, upfront ${CATALOG_CURRENCY} ${totals.commitment_upfront_cost}.${asOf ? ` ${asOf}` : ""}`,
     };
   },
 });

@@ -19,6 +19,7 @@ import { displayEstimatePricing, fromCents, toCents } from "../../pricing/displa
 import { ALL_COMMITMENT_TYPES, CONTRACT_TERMS, PAYMENT_OPTIONS } from "../../templates/enums.ts";
 import { defineTool, providerEnum, type ToolContext } from "./common.ts";
 import { CATALOG_CURRENCY } from "../../catalog/model.ts";
+import { freshnessOf, freshnessSentence } from "../../catalog/freshness.ts";
 
 const MAX_LINES = 50;
 
@@ -181,6 +182,7 @@ const lineOut = z.object({
   quantity_basis: z.string(),
   status: z.enum(LINE_STATUSES),
   detail: z.string(),
+  prices_as_of: z.string().nullable(),
   ondemand_monthly_cost: z.number(),
   estimated_monthly_cost: z.number(),
   monthly_net_savings: z.number(),
@@ -244,7 +246,7 @@ export const priceSkuTool = defineTool({
   name: "price_sku",
   title: "Price SKUs under every commitment option",
   description:
-    "Prices up to 50 lines (a catalog SKU, by catalog_sku_id from search_catalog or by instance_type + region, and a quantity) on demand and under EVERY commitment option the catalog offers for it (reserved instances, savings plans, reservations, CUDs, insured 30-day/1-year lock-in options; each term and payment), without saving anything. Per line: the monthly on-demand cost and, per option, the upfront cost, monthly commitment cost (recurring + amortized upfront + service premium), covered on-demand cost, monthly net and gross savings, discount rate and breakeven days. `option_totals` sums each option over the lines that offer it (the other lines at on-demand). A line's selected_option is priced as a cost estimate's selected option and enters `totals`. Money in USD, rounded to cents, rates to 6 decimals: exactly what a saved cost estimate with the same lines shows (REST GET /cost-estimates/{id}?include_options=true); totals are sums of the shown parts. Use it for what-if questions ('what would 10 m5.large cost on a 3-year RI vs a savings plan?').",
+    "Prices up to 50 lines (a catalog SKU, by catalog_sku_id from search_catalog or by instance_type + region, and a quantity) on demand and under EVERY commitment option the catalog offers for it (reserved instances, savings plans, reservations, CUDs, insured 30-day/1-year lock-in options; each term and payment), without saving anything. Per line: the monthly on-demand cost and, per option, the upfront cost, monthly commitment cost (recurring + amortized upfront + service premium), covered on-demand cost, monthly net and gross savings, discount rate and breakeven days. `option_totals` sums each option over the lines that offer it (the other lines at on-demand). A line's selected_option is priced as a cost estimate's selected option and enters `totals`. Money in USD, rounded to cents, rates to 6 decimals: exactly what a saved cost estimate with the same lines shows (REST GET /cost-estimates/{id}?include_options=true); totals are sums of the shown parts. prices_as_of (overall and per line) is the oldest day the prices used were confirmed current; stale says it is more than PRICE_STALE_DAYS days old (the catalog needs a refresh). Use it for what-if questions ('what would 10 m5.large cost on a 3-year RI vs a savings plan?').",
   scopes: ["estimates:read"],
   input: {
     provider: providerEnum.optional().describe("Cloud provider: needed for lines given by instance_type + region; lines by id must match it."),
@@ -259,6 +261,8 @@ export const priceSkuTool = defineTool({
     lines: z.array(lineOut),
     totals: z.object({ ondemand_monthly_cost: z.number(), estimated_monthly_cost: z.number(), monthly_net_savings: z.number(), commitment_upfront_cost: z.number() }),
     option_totals: z.array(optionTotal),
+    prices_as_of: z.string().nullable(),
+    stale: z.boolean(),
   },
   async run(ctx, a) {
     await ensurePublicCatalogOnce(ctx.s.db);
@@ -284,7 +288,8 @@ export const priceSkuTool = defineTool({
       }
       return { id: String(i + 1), catalogSkuId: skus[i]!.id, quantity: l.quantity, quantityBasis: l.quantity_basis, isEnabled: true, selected };
     });
-    const shown = displayEstimatePricing(pricingLines, priceEstimate(pricingLines, inputs, { includeOptions: true, onlyMostFlexibleCommitmentType: a.only_most_flexible_commitment_type }));
+    const freshness = freshnessOf(ctx.s);
+    const shown = displayEstimatePricing(pricingLines, priceEstimate(pricingLines, inputs, { includeOptions: true, onlyMostFlexibleCommitmentType: a.only_most_flexible_commitment_type, freshness }));
     const keep = (o: OptionOut) => (!a.commitment_type || o.commitment_type === a.commitment_type) && (!a.contract_term || o.contract_term === a.contract_term) && (!a.payment_option || o.payment_option === a.payment_option);
 
     const lines = shown.line_items.map((p, i) => {
@@ -298,6 +303,7 @@ export const priceSkuTool = defineTool({
         quantity_basis: a.lines[i]!.quantity_basis,
         status: p.status,
         detail: p.detail,
+        prices_as_of: p.prices_as_of,
         ondemand_monthly_cost: p.ondemand_monthly_cost,
         estimated_monthly_cost: p.estimated_monthly_cost,
         monthly_net_savings: p.monthly_net_savings,
@@ -341,12 +347,14 @@ export const priceSkuTool = defineTool({
       };
     });
     const best = [...option_totals].sort((x, y) => y.monthly_net_savings - x.monthly_net_savings)[0];
+    const asOf = freshnessSentence(shown.prices_as_of, shown.stale, freshness.staleDays);
     return {
-      structured: { currency: CATALOG_CURRENCY, lines: lines.map(({ grid: _grid, ...l }) => l), totals: shown.totals, option_totals },
+      structured: { currency: CATALOG_CURRENCY, lines: lines.map(({ grid: _grid, ...l }) => l), totals: shown.totals, option_totals, prices_as_of: shown.prices_as_of, stale: shown.stale },
       summary:
         `${lines.length} line(s): on-demand ${CATALOG_CURRENCY} ${shown.totals.ondemand_monthly_cost}/month` +
         (shown.totals.ondemand_monthly_cost !== shown.totals.estimated_monthly_cost ? `, ${CATALOG_CURRENCY} ${shown.totals.estimated_monthly_cost}/month with the selected options (net savings ${shown.totals.monthly_net_savings}, upfront ${shown.totals.commitment_upfront_cost})` : "") +
-        (best ? `; ${option_totals.length} commitment option(s), the highest net savings ${CATALOG_CURRENCY} ${best.monthly_net_savings}/month with ${best.option} (upfront ${best.upfront_cost}).` : "; no commitment option offered."),
+        (best ? `; ${option_totals.length} commitment option(s), the highest net savings ${CATALOG_CURRENCY} ${best.monthly_net_savings}/month with ${best.option} (upfront ${best.upfront_cost}).` : "; no commitment option offered.") +
+        (asOf ? ` ${asOf}` : ""),
     };
   },
 });

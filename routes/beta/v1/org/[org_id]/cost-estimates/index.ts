@@ -5,6 +5,7 @@ import { expectedVersions, withEtag } from "../../../../../../lib/http/etag.ts";
 import { createEstimate, deleteEstimate, getEstimate, listEstimatesPage, patchEstimate } from "../../../../../../lib/estimates/service.ts";
 import { CostEstimate, CostEstimateSummary, CreateEstimateBody, EstimateQuery, ListQuery, PatchEstimateBody } from "./model.ts";
 import { NO_CONTENT } from "../../../../../../lib/http/openapiComponents.ts";
+import { freshnessOf } from "../../../../../../lib/catalog/freshness.ts";
 
 const IdParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }) });
 const tags = ["Cost estimates"];
@@ -19,18 +20,21 @@ export default defineRoutes((s, prefix) =>
     .post(
       "",
       async ({ principal, body, request, set }) => {
-        return withEtag({ request, set }, await createEstimate(s.db, principal.orgId, body));
+        return withEtag({ request, set }, await createEstimate(s.db, principal.orgId, body, { freshness: freshnessOf(s) }));
       },
       { scope: "estimates:write", body: CreateEstimateBody, response: { 200: CostEstimate }, detail: { tags, summary: "Create a cost estimate (idempotent per source_draft_id)" } },
     )
     .get(
       "/:estimate_id",
       async ({ principal, params, query, request, set }) => {
-        const estimate = await getEstimate(s.db, principal.orgId, params.estimate_id, {
-          includePricing: query.include_pricing ?? true,
-          includeOptions: query.include_options ?? false,
-          onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false,
-        });
+        const estimate = await getEstimate(
+          s.db,
+          principal.orgId,
+          params.estimate_id,
+          query.include_pricing === false
+            ? { includePricing: false }
+            : { includeOptions: query.include_options ?? false, onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false, freshness: freshnessOf(s) },
+        );
         return withEtag({ request, set }, estimate);
       },
       { scope: "estimates:read", params: IdParams, query: EstimateQuery, response: { 200: CostEstimate }, detail: { tags, summary: "A cost estimate, priced live" } },
@@ -38,7 +42,7 @@ export default defineRoutes((s, prefix) =>
     .patch(
       "/:estimate_id",
       async ({ principal, params, body, request, set }) => {
-        return withEtag({ request, set }, await patchEstimate(s.db, principal.orgId, params.estimate_id, body, expectedVersions(request.headers)));
+        return withEtag({ request, set }, await patchEstimate(s.db, principal.orgId, params.estimate_id, body, { freshness: freshnessOf(s) }, expectedVersions(request.headers)));
       },
       { scope: "estimates:write", params: IdParams, body: PatchEstimateBody, response: { 200: CostEstimate }, detail: { tags, summary: "Rename or re-describe a cost estimate" } },
     )

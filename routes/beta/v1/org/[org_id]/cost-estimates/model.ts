@@ -199,10 +199,16 @@ export const CommitmentOption = component(
   }),
 );
 
+/** A day (UTC) prices were last confirmed current: a live feed's last refresh check, else the price's own as_of. */
+const PricesAsOf = (description: string) => t.Union([t.String({ format: "date" }), t.Null()], { description });
+
 const pricingLineFields = {
   line_item_id: Uuid(),
   status: TextEnum(LINE_STATUSES),
   detail: t.String(),
+  prices_as_of: PricesAsOf(
+    "The oldest day (YYYY-MM-DD, UTC) on which the line's prices were confirmed current: its SKU's on-demand price and every commitment option the SKU offers. A price from a refreshed feed counts from the feed's last refresh check (changed or not); any other price (bundled snapshot, manual import) from its own as_of. null when the line has no price (sku_unavailable).",
+  ),
   ondemand_monthly_cost: Money(),
   estimated_monthly_cost: Money("The matched option's commitment cost, else on-demand"),
   monthly_net_savings: Money(),
@@ -239,7 +245,18 @@ export const PricingTotals = component(
   ),
 );
 
-export const Pricing = component("Pricing", t.Object({ line_items: t.Array(PricingLine), totals: PricingTotals }, { description: "Computed live on every read, never stored" }));
+export const Pricing = component(
+  "Pricing",
+  t.Object(
+    {
+      line_items: t.Array(PricingLine),
+      totals: PricingTotals,
+      prices_as_of: PricesAsOf("The oldest prices_as_of of the lines (YYYY-MM-DD, UTC): how current the prices behind this pricing are. null when no line has a price."),
+      stale: t.Boolean({ description: "true when prices_as_of is more than PRICE_STALE_DAYS (default 35) whole days before today (UTC): the catalog needs a `catalog refresh`. false when prices_as_of is null." }),
+    },
+    { description: "Computed live on every read, never stored" },
+  ),
+);
 
 export const CostEstimate = component(
   "CostEstimate",

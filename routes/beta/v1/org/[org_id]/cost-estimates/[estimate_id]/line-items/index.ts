@@ -4,6 +4,7 @@ import { expectedVersions, withEtag } from "../../../../../../../../lib/http/eta
 import { addLines, deleteLine, getLine, patchLine } from "../../../../../../../../lib/estimates/service.ts";
 import { AddLinesBody, CostEstimate, LineItem, LineItemWithPricing, LineQuery, PatchLineBody } from "../../model.ts";
 import { NO_CONTENT } from "../../../../../../../../lib/http/openapiComponents.ts";
+import { freshnessOf } from "../../../../../../../../lib/catalog/freshness.ts";
 
 const EstimateParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }) });
 const LineParams = t.Object({ org_id: t.String(), estimate_id: t.String({ format: "uuid" }), line_item_id: t.String({ format: "uuid" }) });
@@ -14,7 +15,7 @@ export default defineRoutes((s, prefix) =>
     .post(
       "",
       async ({ principal, params, body, request, set }) => {
-        return withEtag({ request, set }, await addLines(s.db, principal.orgId, params.estimate_id, body.line_items, expectedVersions(request.headers)));
+        return withEtag({ request, set }, await addLines(s.db, principal.orgId, params.estimate_id, body.line_items, { freshness: freshnessOf(s) }, expectedVersions(request.headers)));
       },
       { scope: "estimates:write", params: EstimateParams, body: AddLinesBody, response: { 200: CostEstimate }, detail: { tags, summary: "Add line items; returns the estimate" } },
     )
