@@ -7,7 +7,7 @@ import type { Page } from "../http/paging.ts";
 import { loadPricingInputs } from "../catalog/pricingInputs.ts";
 import { PUBLIC_CATALOG } from "../catalog/model.ts";
 import { ensurePublicCatalogOnce } from "../catalog/seed.ts";
-import type { Freshness } from "../catalog/freshness.ts";
+import { isStale, type Freshness } from "../catalog/freshness.ts";
 import {
   findExactOption,
   priceEstimate,
@@ -366,14 +366,26 @@ async function findLine(db: DbOrTx, orgId: string, estimateId: string, lineId: s
 }
 
 /** One line with its pricing entry (prices_as_of included), always with the full options grid. */
-export async function getLine(db: DbOrTx, orgId: string, estimateId: string, lineId: string, opts: { onlyMostFlexibleCommitmentType?: boolean } = {}): Promise<{ line_item: LineItem; pricing: LinePricing }> {
+/** A line read alone says itself whether its prices are stale (the estimate read says it in its totals). */
+function withStale(pricing: LinePricing, freshness: Freshness): LinePricing & { stale: boolean } {
+  const { commitment_options, ...rest } = pricing;
+  return { ...rest, stale: isStale(pricing.prices_as_of, freshness), ...(commitment_options ? { commitment_options } : {}) };
+}
+
+export async function getLine(
+  db: DbOrTx,
+  orgId: string,
+  estimateId: string,
+  lineId: string,
+  opts: { onlyMostFlexibleCommitmentType?: boolean; freshness: Freshness },
+): Promise<{ line_item: LineItem; pricing: LinePricing & { stale: boolean } }> {
   const e = await findLive(db, orgId, estimateId);
   const line = await findLine(db, orgId, estimateId, lineId);
   const inputs = await loadPricingInputs(db, orgId, [line.catalogSkuId]);
   return withVersion(
     {
       line_item: lineItemOf(line),
-      pricing: displayLine(priceLine(inputs.get(line.catalogSkuId), pricingLineOf(line), { includeOptions: true, onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false })),
+      pricing: withStale(displayLine(priceLine(inputs.get(line.catalogSkuId), pricingLineOf(line), { includeOptions: true, onlyMostFlexibleCommitmentType: opts.onlyMostFlexibleCommitmentType ?? false })), opts.freshness),
     },
     e.version,
   );

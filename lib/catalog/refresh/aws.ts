@@ -146,6 +146,8 @@ export const listAwsFeeds: ListFeeds = async ({ sources, scope, signal }) => {
     units.push(
       ...(await feedsOf(`aws:${offerCode}:*`, async () => {
         const entry = index.offers[offerCode];
+        // The index says what is published: a service it does not list (a partial mirror) has no feeds.
+        if (entry === undefined) return [];
         if (typeof entry?.currentRegionIndexUrl !== "string") throw new RefreshSourceError(`AWS offer index lists no region index for ${offerCode}`, false);
         const regionIndex = await readIndex(resolveAwsUrl(base, entry.currentRegionIndexUrl), `region index (${offerCode})`, signal);
         if (typeof regionIndex.regions !== "object" || !regionIndex.regions) throw new RefreshSourceError(`AWS region index of ${offerCode} has no regions`, false);

@@ -229,7 +229,13 @@ export const PricingLine = component(
  */
 export const PricingLineWithOptions = component(
   "PricingLineWithOptions",
-  Type.Unsafe<Static<typeof PricingLine>>(t.Object({ ...pricingLineFields, commitment_options: t.Array(CommitmentOption, { description: "The line's full options grid" }) })),
+  Type.Unsafe<Static<typeof PricingLine> & { stale: boolean }>(
+    t.Object({
+      ...pricingLineFields,
+      stale: t.Boolean({ description: "true when the line's prices_as_of is more than PRICE_STALE_DAYS (default 35) whole days before today (UTC); false when prices_as_of is null." }),
+      commitment_options: t.Array(CommitmentOption, { description: "The line's full options grid" }),
+    }),
+  ),
 );
 
 export const PricingTotals = component(

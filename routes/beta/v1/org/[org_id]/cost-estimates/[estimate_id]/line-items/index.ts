@@ -24,6 +24,7 @@ export default defineRoutes((s, prefix) =>
       async ({ principal, params, query, request, set }) => {
         const line = await getLine(s.db, principal.orgId, params.estimate_id, params.line_item_id, {
           onlyMostFlexibleCommitmentType: query.only_most_flexible_commitment_type ?? false,
+          freshness: freshnessOf(s),
         });
         return withEtag({ request, set }, line);
       },
