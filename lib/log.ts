@@ -37,7 +37,8 @@ const withoutParams = (message: string) => message.split("\nparams:")[0]!;
 export function errorForLog(e: unknown) {
   if (!(e instanceof Error)) return String(e);
   const cause = e.cause instanceof Error ? withoutParams(e.cause.message) : undefined;
-  return { name: e.name, message: withoutParams(e.message), ...(cause ? { cause } : {}), stack: e.stack };
+  // drizzle's message (and so the stack's first line) carries the query's parameters: never logged.
+  return { name: e.name, message: withoutParams(e.message), ...(cause ? { cause } : {}), stack: e.stack?.replace(/\nparams:[^\n]*/g, "") };
 }
 
 export function createLogger(level: LogLevel = "info", sink: (line: string) => void = (l) => process.stdout.write(l + "\n")): Logger {

@@ -1,6 +1,6 @@
-import { sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { PUBLIC_CATALOG } from "./model.ts";
+import { recordFeedChecked } from "./feeds.ts";
 import { ValidationError } from "../errors.ts";
 import { isUuid } from "../orgs/service.ts";
 import { awsOfferFileBatch, awsSavingsPlansBatch, azureRetailBatch, gcpCatalogBatch, ImportFormatError, type ImportOptions } from "./importers.ts";
@@ -45,9 +45,7 @@ export async function importCatalogDocuments(db: Db, format: ImportFormat, docs:
       // Public prices imported by hand are confirmed current as of today, as a refresh's are
       // (the rows' own as_of is the provider's effective date, often years old).
       if (b.orgId === PUBLIC_CATALOG) {
-        await tx.execute(sql`
-          INSERT INTO catalog_feeds (feed, provider, checked_at, changed_at) VALUES (${b.source}, ${b.provider}, now(), ${r.changed ? sql`now()` : null})
-          ON CONFLICT (feed) DO UPDATE SET checked_at = now(), changed_at = coalesce(excluded.changed_at, catalog_feeds.changed_at)`);
+        await recordFeedChecked(tx, { feed: b.source, provider: b.provider, changed: r.changed > 0 });
       }
     }
     return total;

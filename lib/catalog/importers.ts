@@ -9,7 +9,8 @@
 import { withInsuredOffers } from "./insured.ts";
 import { AZURE_RETAIL_SOURCE, azureRetailRows } from "./refresh/azure.ts";
 import { GCP_CATALOG_SOURCE, gcpCatalogRows } from "./refresh/gcp.ts";
-import { exactSum } from "./refresh/decimal.ts";
+import { exactSum } from "../pricing/decimal.ts";
+import { spendCommitmentSplit } from "../pricing/index.ts";
 import { CATALOG_CURRENCY, PUBLIC_CATALOG, instanceFamilyOf, publishedDate, publishedPrice, termName, termSeconds, type CatalogBatch, type OfferInput, type SkuInput } from "./model.ts";
 
 export class ImportFormatError extends Error {}
@@ -459,12 +460,10 @@ export class AwsSavingsPlansMapping {
     const leaseKey = `${key}|${target.providerSkuId}`;
     if (this.leased.has(leaseKey)) return;
     this.leased.add(leaseKey);
-    // The file gives the effective hourly rate; AWS bills all-upfront entirely upfront, partial
-    // upfront half upfront (the AWS Pricing Calculator's rule), no-upfront hourly. In exact
-    // decimals: 0.5499 × 26,280 × 0.5 is 7,225.686, not 7,225.686000000001.
-    const hours = 8760 * y;
-    const upfrontShare = p.payment === "all_upfront" ? 1 : p.payment === "partial_upfront" ? 0.5 : 0;
-    o.leases.push({ providerSkuId: target.providerSkuId, recurringHourlyRate: exactSum([[rate, 1 - upfrontShare]]), upfrontCost: exactSum([[rate, hours * upfrontShare]]), source: this.source, asOf: this.asOf });
+    // The file gives the effective hourly rate; the money model splits it by payment option (the
+    // AWS Pricing Calculator's rule), in exact decimals: 0.5499 × 26,280 × 0.5 is 7,225.686.
+    const split = spendCommitmentSplit(rate, 8760 * y, p.payment);
+    o.leases.push({ providerSkuId: target.providerSkuId, recurringHourlyRate: split.hourly, upfrontCost: split.upfront, source: this.source, asOf: this.asOf });
   }
 
   /** The offers built so far, each with its leases. */

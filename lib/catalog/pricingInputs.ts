@@ -3,6 +3,7 @@ import type { DbOrTx } from "../db/index.ts";
 import type { LeaseRate, PricingOffer, Provider, SkuPricingInputs } from "../pricing/index.ts";
 import { PUBLIC_CATALOG } from "./model.ts";
 import { confirmedAsOf, oldestDay } from "./freshness.ts";
+import { rowsOf } from "../billing/sql.ts";
 
 /**
  * Pricing inputs are loaded per requested SKU (the SKU, its on-demand tiers, its available
@@ -22,10 +23,6 @@ const LOAD_BATCH = 1000;
  */
 const MAX_CACHED_SKUS = 5000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function rowsOf<T>(res: unknown): T[] {
-  return (Array.isArray(res) ? res : (res as { rows: T[] }).rows) as T[];
-}
 
 const bool = (v: unknown) => v === true || v === "t" || v === "true";
 

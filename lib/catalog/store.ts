@@ -4,6 +4,7 @@ import { instanceFamilyOf, SNAPSHOT_FEED, type CatalogBatch, type OfferInput, ty
 import { bumpCatalogGeneration } from "./pricingInputs.ts";
 import { memoryBudget } from "../adapters/gc.ts";
 import type { Provider } from "../pricing/index.ts";
+import { rowsOf } from "../billing/sql.ts";
 
 /**
  * Rows per statement: one jsonb parameter each, so the size bounds memory, not bind parameters.
@@ -16,11 +17,6 @@ const LEASE_CHUNK = 5000;
 const APPLY_RSS_BUDGET = 96 * 1024 * 1024;
 /** Rows written in one apply beyond which the statistics are refreshed before the withdrawal queries. */
 const ANALYZE_AFTER_ROWS = 5000;
-
-/** Rows of a driver-neutral `tx.execute` result (PGlite: `{ rows }`, postgres.js: an array). */
-function rowsOf<T>(res: unknown): T[] {
-  return (Array.isArray(res) ? res : (res as { rows: T[] }).rows) as T[];
-}
 
 /**
  * Bulk upsert through one jsonb parameter (`jsonb_to_recordset`): thousands of rows cost one

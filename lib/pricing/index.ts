@@ -26,18 +26,28 @@ export function roundDecimal(v: number, decimals: number): number {
 export const cents = (v: number | null | undefined): number => roundDecimal(v ?? 0, 2);
 export const centsOrNull = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : cents(v));
 
+/** The share of a spend commitment's term paid at purchase: all upfront all of it, partial upfront half (AWS savings plans), no upfront none. */
+export function spendUpfrontShare(paymentOption: string): number {
+  return paymentOption === "all_upfront" ? 1 : paymentOption === "partial_upfront" ? 0.5 : 0;
+}
+
+/** A spend commitment of `hourly` $/h over `hours`, split into what is paid upfront and per hour, in exact decimals (catalog prices). */
+export function spendCommitmentSplit(hourly: number, hours: number, paymentOption: string): { upfront: number; hourly: number } {
+  const share = spendUpfrontShare(paymentOption);
+  return { upfront: exactSum([[hourly, hours * share]]), hourly: exactSum([[hourly, 1 - share]]) };
+}
+
 /**
- * What a spend commitment of `hourly` $/h costs over `seconds`: all upfront pays the whole term
- * at purchase, partial upfront half of it (AWS savings plans), no upfront nothing then and `hourly` every hour.
+ * What a spend commitment of `hourly` $/h costs over `seconds`, as an order shows it: the upfront
+ * in cents, the hourly part to 6 decimals (spendCommitmentSplit, rounded).
  */
 export function spendCommitmentPayments(hourly: number, seconds: number, paymentOption: string): { upfront: number; hourly: number } {
-  const term = hourly * (seconds / 3600);
-  if (paymentOption === "all_upfront") return { upfront: cents(term), hourly: 0 };
-  if (paymentOption === "partial_upfront") return { upfront: cents(term / 2), hourly: roundDecimal(hourly / 2, 6) };
-  return { upfront: 0, hourly };
+  const split = spendCommitmentSplit(hourly, seconds / 3600, paymentOption);
+  return { upfront: cents(split.upfront), hourly: paymentOption === "partial_upfront" ? roundDecimal(split.hourly, 6) : split.hourly };
 }
 
 export type { Provider } from "../providers.ts";
+import { exactSum } from "./decimal.ts";
 import type { Provider } from "../providers.ts";
 import { isStale, oldestDay, type Freshness } from "../catalog/freshness.ts";
 export type { Freshness } from "../catalog/freshness.ts";

@@ -156,10 +156,16 @@ describeEachDb("catalog refresh from the providers' price APIs", (driver) => {
       term.effectiveDate = "2026-12-01T00:00:00Z";
       (Object.values(term.priceDimensions)[0] as any).pricePerUnit.USD = "0.1234000000";
     });
+    const spPath = aws.savingsPlan("AWSComputeSavingsPlan", "us-east-1").path;
+    const spHits = aws.hits(spPath);
     const report = await refreshCatalog(t.s.db, options());
     expect(report.status).toBe("completed");
     const ec2 = report.feeds.find((f) => f.feed === "aws:AmazonEC2:us-east-1")!;
     expect(ec2.status).toBe("updated");
+    // The region's Savings Plans file prices the offer file's SKUs: read again although its version
+    // is the same (and, its rates unchanged, nothing written); no other region's is.
+    expect(aws.hits(spPath)).toBe(spHits + 1);
+    expect(report.feeds.find((f) => f.feed === "aws_sp:AWSComputeSavingsPlan:us-east-1")!.applied?.changed).toBe(0);
     expect(ec2.version).toBe(`20261201000000+m${AWS_MAPPING_REVISION}`);
     expect(report.feeds.filter((f) => f.feed !== ec2.feed).every((f) => f.status === "unchanged")).toBe(true);
     const pricing = await pricingOf(estimateId);

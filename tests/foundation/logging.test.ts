@@ -31,3 +31,14 @@ test("one JSON log line per request with request id, org id, the real status and
   expect(reqs[3].status).toBe(401); // a route answering with a Response of its own
   expect(JSON.stringify(lines)).not.toContain(key);
 });
+
+test("a failed query logged with errorForLog keeps its stack but never its parameters (drizzle puts them in the message and the stack)", async () => {
+  const { sql } = await import("drizzle-orm");
+  const { errorForLog } = await import("../../lib/log.ts");
+  const e: Error = await s.db.execute(sql`SELECT ${"secret-param-4711"}::text FROM no_such_table`).then(() => new Error("no failure"), (x: Error) => x);
+  expect(e).toBeInstanceOf(Error);
+  expect(String(e.message) + String(e.stack)).toContain("secret-param-4711");
+  const logged = errorForLog(e) as { message: string; stack?: string };
+  expect(logged.stack).toContain("at ");
+  expect(JSON.stringify(logged)).not.toContain("secret-param-4711");
+});

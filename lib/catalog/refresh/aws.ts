@@ -185,14 +185,16 @@ export const listAwsFeeds: ListFeeds = async ({ sources, scope, signal }) => {
           const regionCode = r?.regionCode;
           if (typeof regionCode !== "string" || !inScope(scope.awsRegions, regionCode) || typeof r.versionUrl !== "string") continue;
           const url = resolveAwsUrl(base, r.versionUrl);
-          feeds.push(
-            versionFeed(
+          feeds.push({
+            ...versionFeed(
               `aws_sp:${code}:${regionCode}`,
               url,
               async (body, sink, sig) => (await streamAwsSavingsPlans(body, sink, { offerCode: code, regionCode, version: awsVersionOf(url), signal: sig })).publishedAt,
               publishedAt,
             ),
-          );
+            // A plan's rates name the SKUs of the region's offer files.
+            pricesRowsOf: scope.awsServices.map((service) => `aws:${service}:${regionCode}`),
+          });
         }
         return feeds;
       })),

@@ -10,12 +10,11 @@
  */
 import { publishedDate, publishedPrice } from "../model.ts";
 import { createHash } from "node:crypto";
-import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CATALOG_CURRENCY, instanceFamilyOf, termName, termSeconds, type LeaseInput, type OfferInput, type SkuInput } from "../model.ts";
-import { fetchPriceDocument, safeUrl } from "./fetch.ts";
-import { exactSum } from "./decimal.ts";
+import { fetchPriceDocument, offlinePageFiles, safeUrl } from "./fetch.ts";
+import { exactSum } from "../../pricing/decimal.ts";
 import { RefreshSourceError, type CatalogSink, type FeedCursor, type FeedReadResult, type FeedUnit, type ListFeeds } from "./types.ts";
 
 /** The `source` of every price read from the Retail Prices API (as `catalog import --format azure-retail`). */
@@ -387,12 +386,7 @@ function feedName(serviceName: string, region: string | null): string {
  */
 async function offlineFeeds(dir: string, services: string[], regions: string[] | "all", signal: AbortSignal): Promise<FeedUnit[]> {
   const folder = join(dir, "azure");
-  let names: string[];
-  try {
-    names = (await readdir(folder)).filter((f) => f.endsWith(".json")).sort();
-  } catch (e) {
-    throw new RefreshSourceError(`${folder}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`, false);
-  }
+  const files = await offlinePageFiles(folder);
   const unitOf = (i: AzureRetailItem): { service: string; region: string | null } | null => {
     const service = String(i.serviceName ?? "");
     const region = String(i.armRegionName ?? "");
@@ -400,8 +394,8 @@ async function offlineFeeds(dir: string, services: string[], regions: string[] |
     return { service, region: regions === "all" ? null : region };
   };
   const pagesOf = new Map<string, string[]>();
-  for (const name of names) {
-    const url = pathToFileURL(join(folder, name)).href;
+  for (const file of files) {
+    const url = pathToFileURL(file).href;
     for (const i of (await readPage(url, signal)).Items) {
       const unit = unitOf(i);
       if (!unit) continue;

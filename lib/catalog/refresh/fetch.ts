@@ -1,5 +1,6 @@
 import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import { RefreshSourceError } from "./types.ts";
 
@@ -88,4 +89,16 @@ export async function fetchPriceDocument(url: string, opts: { etag?: string | nu
   }
   const body = res.body;
   return { status: 200, etag: res.headers.get("etag"), body, json: () => readJson(body, url) };
+}
+
+/** The saved API pages of an offline refresh (`DIR/azure/*.json`, `DIR/gcp/*.json`), in name order. */
+export async function offlinePageFiles(folder: string): Promise<string[]> {
+  try {
+    return (await readdir(folder))
+      .filter((f) => f.endsWith(".json"))
+      .sort()
+      .map((f) => join(folder, f));
+  } catch (e) {
+    throw new RefreshSourceError(`${folder}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`, false);
+  }
 }

@@ -19,13 +19,12 @@
  */
 import { publishedDate, publishedPrice } from "../model.ts";
 import { createHash } from "node:crypto";
-import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CATALOG_CURRENCY, termName, termSeconds, type LeaseInput, type OfferInput, type SkuInput } from "../model.ts";
 import { SOURCES_JSON } from "../snapshot.gen.ts";
-import { exactSum } from "./decimal.ts";
-import { fetchPriceDocument, safeUrl } from "./fetch.ts";
+import { exactSum } from "../../pricing/decimal.ts";
+import { fetchPriceDocument, offlinePageFiles, safeUrl } from "./fetch.ts";
 import { RefreshSourceError, type CatalogSink, type FeedCursor, type FeedReadResult, type FeedUnit, type ListFeeds } from "./types.ts";
 
 /** The `source` of every price read from the Cloud Billing Catalog (as `catalog import --format gcp-catalog`). */
@@ -537,20 +536,15 @@ const serviceKeyOf = (s: GcpSkuRow) => s.serviceId ?? s.serviceName.toLowerCase(
  */
 async function offlineFeeds(dir: string, services: string[], regions: string[] | "all", signal: AbortSignal): Promise<FeedUnit[]> {
   const folder = join(dir, "gcp");
-  let names: string[];
-  try {
-    names = (await readdir(folder)).filter((f) => f.endsWith(".json")).sort();
-  } catch (e) {
-    throw new RefreshSourceError(`${folder}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`, false);
-  }
+  const files = await offlinePageFiles(folder);
   const skusOf = async (url: string, signal: AbortSignal) => {
     const page = await readPage(url, signal);
     if (!page || !Array.isArray(page.skus)) throw new RefreshSourceError(`${safeUrl(url)}: not a Cloud Billing Catalog SKU list (skus missing)`, false);
     return page.skus as GcpCatalogSku[];
   };
   const found = new Map<string, { pages: string[]; regions: Set<string> }>();
-  for (const name of names) {
-    const url = pathToFileURL(join(folder, name)).href;
+  for (const file of files) {
+    const url = pathToFileURL(file).href;
     for (const s of (await skusOf(url, signal)).map(gcpSkuRowOf)) {
       if (!services.includes(s.serviceName)) continue;
       const key = serviceKeyOf(s);

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/index.ts";
-import type { Logger } from "../../log.ts";
+import { errorForLog, type Logger } from "../../log.ts";
 import type { Provider } from "../../pricing/index.ts";
 import { insuredOffers } from "../insured.ts";
 import { PUBLIC_CATALOG, type CatalogBatch, type OfferInput } from "../model.ts";
@@ -10,7 +10,9 @@ import { listAzureFeeds } from "./azure.ts";
 import { listGcpFeeds } from "./gcp.ts";
 import { dailyRefreshDone, markDailyRefresh, releaseRefreshLease, renewRefreshLease, takeRefreshLease, refreshLeaseHolder } from "./lease.ts";
 import { FeedSpool } from "./spool.ts";
+import { feedCursor, recordFeedChecked, recordFeedFailure } from "../feeds.ts";
 import { RefreshSourceError, type FeedCursor, type FeedUnit, type ListFeeds, type PriceSources, type RefreshScope } from "./types.ts";
+import { rowsOf } from "../../billing/sql.ts";
 
 export const REFRESH_PROVIDERS: Provider[] = ["aws", "azure", "gcp"];
 const LISTERS: Record<Provider, ListFeeds> = { aws: listAwsFeeds, azure: listAzureFeeds, gcp: listGcpFeeds };
@@ -69,10 +71,6 @@ export interface RefreshReport {
   seconds: number;
 }
 
-function rowsOf<T>(res: unknown): T[] {
-  return (Array.isArray(res) ? res : (res as { rows: T[] }).rows) as T[];
-}
-
 /** The cause in words for the feed row and the log: a source error's own message, never a stack or a body. */
 function causeOf(e: unknown): string {
   if (e instanceof RefreshSourceError || e instanceof WithdrawalRefusedError || e instanceof LeaseLostError) return e.message;
@@ -80,20 +78,6 @@ function causeOf(e: unknown): string {
   return `could not be applied (${e instanceof Error ? e.name : "error"})`;
 }
 
-/** For the operator's log: what failed, without a stack or a query's parameters. */
-function failureDetail(e: unknown): Record<string, string> {
-  if (!(e instanceof Error)) return { name: typeof e };
-  const cause = e.cause instanceof Error ? e.cause.message : undefined;
-  // drizzle puts the SQL text and its parameters in the message: keep the first line only.
-  return { name: e.name, message: e.message.split("\n")[0]!.replace(/params:.*$/s, "").slice(0, 300), ...(cause ? { cause: cause.slice(0, 300) } : {}) };
-}
-
-async function previousCursor(db: Db, feed: string): Promise<FeedCursor | null> {
-  const [row] = rowsOf<{ version: string | null; etag: string | null; checked_at: string | null }>(
-    await db.execute(sql`SELECT version, etag, checked_at FROM catalog_feeds WHERE feed = ${feed}`),
-  );
-  return row && row.checked_at ? { version: row.version, etag: row.etag } : null;
-}
 
 /** The feed's offers followed by the insured offers derived from each (the service's own product). */
 async function* withInsured(offers: AsyncIterable<OfferInput>, provider: Provider): AsyncGenerator<OfferInput> {
@@ -110,15 +94,13 @@ async function* withInsured(offers: AsyncIterable<OfferInput>, provider: Provide
 async function refreshFeed(db: Db, unit: FeedUnit, opts: RefreshOptions, signal: AbortSignal, reread = false): Promise<FeedOutcome> {
   const t0 = performance.now();
   const seconds = () => Math.round(performance.now() - t0) / 1000;
-  const previous = opts.force || reread ? null : await previousCursor(db, unit.feed);
+  const previous = opts.force || reread ? null : await feedCursor(db, unit.feed);
   const spool = await FeedSpool.open(opts.spoolDir);
   try {
     const read = await unit.read(spool, previous, signal);
     await spool.close();
     if (read === "unchanged") {
-      await db.execute(sql`
-        INSERT INTO catalog_feeds (feed, provider, version, etag, checked_at) VALUES (${unit.feed}, ${unit.provider}, ${previous?.version ?? null}, ${previous?.etag ?? null}, now())
-        ON CONFLICT (feed) DO UPDATE SET checked_at = now(), last_error = NULL, last_error_at = NULL`);
+      await recordFeedChecked(db, { feed: unit.feed, provider: unit.provider, changed: false });
       return { provider: unit.provider, feed: unit.feed, status: "unchanged", version: previous?.version ?? null, seconds: seconds() };
     }
     const applied = await db.transaction(async (tx) => {
@@ -132,22 +114,15 @@ async function refreshFeed(db: Db, unit: FeedUnit, opts: RefreshOptions, signal:
         { provider: unit.provider, orgId: PUBLIC_CATALOG, source: unit.feed, skus: spool.skus(), offers: withInsured(spool.offers(), unit.provider) },
         { maxWithdrawnShare: opts.force ? undefined : MAX_WITHDRAWN_SHARE },
       );
-      await tx.execute(sql`
-        INSERT INTO catalog_feeds (feed, provider, version, etag, checked_at, changed_at) VALUES (${unit.feed}, ${unit.provider}, ${read.version}, ${read.etag}, now(), ${r.changed ? sql`now()` : null})
-        ON CONFLICT (feed) DO UPDATE SET version = excluded.version, etag = excluded.etag, checked_at = now(),
-          changed_at = coalesce(excluded.changed_at, catalog_feeds.changed_at), last_error = NULL, last_error_at = NULL`);
+      await recordFeedChecked(tx, { feed: unit.feed, provider: unit.provider, changed: r.changed > 0, cursor: { version: read.version, etag: read.etag } });
       return r;
     });
     return { provider: unit.provider, feed: unit.feed, status: applied.changed ? "updated" : "unchanged", version: read.version, applied, seconds: seconds() };
   } catch (e) {
     const error = causeOf(e);
     // A refresher that lost the lease must not mark over what the new holder refreshed.
-    if (!(e instanceof LeaseLostError) && !signal.aborted) await db
-      .execute(sql`
-        INSERT INTO catalog_feeds (feed, provider, last_error, last_error_at) VALUES (${unit.feed}, ${unit.provider}, ${error}, now())
-        ON CONFLICT (feed) DO UPDATE SET last_error = excluded.last_error, last_error_at = now()`)
-      .catch(() => {});
-    opts.log.warn("catalog feed refresh failed", { feed: unit.feed, provider: unit.provider, error, ...(e instanceof RefreshSourceError || e instanceof WithdrawalRefusedError ? {} : { detail: failureDetail(e) }) });
+    if (!(e instanceof LeaseLostError) && !signal.aborted) await recordFeedFailure(db, { feed: unit.feed, provider: unit.provider, error }).catch(() => {});
+    opts.log.warn("catalog feed refresh failed", { feed: unit.feed, provider: unit.provider, error, ...(e instanceof RefreshSourceError || e instanceof WithdrawalRefusedError ? {} : { detail: errorForLog(e) }) });
     return { provider: unit.provider, feed: unit.feed, status: "failed", version: null, error, seconds: seconds() };
   } finally {
     await spool.discard();
@@ -203,16 +178,12 @@ export async function refreshCatalog(db: Db, opts: RefreshOptions): Promise<Refr
         continue;
       }
       report.providers.push({ provider, feeds: units.length });
-      // Savings Plans files price SKUs the region's offer files create: when an offer file brought
-      // new rows, its region's Savings Plans files are re-read even if their version is the same
-      // (a rate for a SKU that did not exist yet was skipped when the file was first applied).
-      const changedRegions = new Set<string>();
+      const changed = new Set<string>();
       for (const unit of units) {
         if (signal.aborted) break;
-        const region = unit.feed.split(":").pop()!;
-        const dependent = unit.feed.startsWith("aws_sp:") && changedRegions.has(region);
-        const outcome = await refreshFeed(db, unit, opts, signal, dependent);
-        if (unit.feed.startsWith("aws:") && outcome.status === "updated") changedRegions.add(region);
+        const reread = unit.pricesRowsOf?.some((f) => changed.has(f)) ?? false;
+        const outcome = await refreshFeed(db, unit, opts, signal, reread);
+        if (outcome.status === "updated") changed.add(unit.feed);
         report.feeds.push(outcome);
       }
     }

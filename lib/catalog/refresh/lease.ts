@@ -1,9 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/index.ts";
-
-function rowsOf<T>(res: unknown): T[] {
-  return (Array.isArray(res) ? res : (res as { rows: T[] }).rows) as T[];
-}
+import { rowsOf } from "../../billing/sql.ts";
 
 const REFRESH = "refresh";
 const DAILY = "daily";

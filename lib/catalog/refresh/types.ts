@@ -41,11 +41,9 @@ export interface RefreshScope {
   gcpServices: string[];
 }
 
+import type { FeedCursor } from "../feeds.ts";
 /** What a feed's previous successful refresh saw (null on the first refresh). */
-export interface FeedCursor {
-  version: string | null;
-  etag: string | null;
-}
+export type { FeedCursor };
 
 /** Receives a feed's rows. Provider offers only: the orchestrator derives the insured offers. */
 export interface CatalogSink {
@@ -70,6 +68,12 @@ export interface FeedUnit {
    * orchestrator then discards what was read.
    */
   read(sink: CatalogSink, previous: FeedCursor | null, signal: AbortSignal): Promise<FeedReadResult | "unchanged">;
+  /**
+   * Feeds whose rows this one prices (listed before it): when one of them changed in the same
+   * refresh, this feed is read again whatever its version says (a rate for a SKU that did not
+   * exist yet was skipped when the file was first applied).
+   */
+  pricesRowsOf?: string[];
 }
 
 export interface RefreshContext {
