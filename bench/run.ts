@@ -4,7 +4,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 
-const skip = new Set(["run.ts", "auth-server.ts", "auth-minimal-server.ts", "scale.ts", "sync.ts"]);
+const skip = new Set(["run.ts", "auth-server.ts", "auth-minimal-server.ts", "scale.ts", "sync.ts", "soak.ts"]);
 const wanted = process.argv.slice(2);
 const files = readdirSync(import.meta.dir).filter((f) => f.endsWith(".ts") && !skip.has(f) && (!wanted.length || wanted.includes(f.replace(/\.ts$/, ""))));
 let failed = 0;

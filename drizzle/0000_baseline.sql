@@ -720,6 +720,7 @@ CREATE TABLE "idempotency_keys" (
 	"response_status" integer,
 	"response_headers" jsonb,
 	"response_body" text,
+	"commit_marker" text,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "idempotency_keys_org_id_key_pk" PRIMARY KEY("org_id","key")
 );

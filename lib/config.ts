@@ -12,6 +12,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Run the cron jobs in this process (every replica may: jobs claim their work in the database). */
   jobsEnabled: boolean;
+  /** SO_REUSEPORT on the listening socket (REUSE_PORT, off): only for several processes meant to share a port. */
+  reusePort: boolean;
   supportDailyCap: number;
   supportFilingEnabled: boolean;
   supportWebhookUrl?: string;
@@ -115,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: env.DATA_DIR ?? "./.data",
     logLevel: parseLogLevel(env.LOG_LEVEL),
     jobsEnabled: bool(env.JOBS_ENABLED, true),
+    reusePort: bool(env.REUSE_PORT, false),
     supportDailyCap: Number(env.SUPPORT_DAILY_CAP ?? 10),
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),
     supportWebhookUrl: env.SUPPORT_WEBHOOK_URL || undefined,

@@ -51,8 +51,8 @@ export class NotFoundError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(message: string, code: string, headers: Record<string, string> = {}) {
-    super(409, code, message, "conflict", {}, null, headers);
+  constructor(message: string, code: string, headers: Record<string, string> = {}, detail: unknown = null) {
+    super(409, code, message, "conflict", {}, detail, headers);
   }
 }
 

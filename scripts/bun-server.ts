@@ -6,6 +6,8 @@ import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
 export interface ListenOptions {
   port: number;
   hostname: string;
+  /** SO_REUSEPORT (default off: a second process on a taken port fails instead of sharing it). */
+  reusePort?: boolean;
 }
 
 export function listen(s: Services, app: { handle(request: Request): Promise<Response> }, opts: ListenOptions) {
@@ -15,6 +17,9 @@ export function listen(s: Services, app: { handle(request: Request): Promise<Res
     hostname: opts.hostname,
     // Never Bun's developer error page (it shows source lines, stack frames and the cwd).
     development: false,
+    // Bun turns SO_REUSEPORT on in production mode: a second instance would then listen on the
+    // same port and take half the connections. The port is ours alone unless asked otherwise.
+    reusePort: opts.reusePort ?? false,
     // 0 disables Bun's 10 s idle timeout, which would cut SSE streams of the MCP server.
     idleTimeout: 0,
     // Bun's own limit would answer an empty 413 before the app sees the request. Every body

@@ -7,10 +7,18 @@ import { openDb, ReadReplicaConfigError } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { listen } from "./bun-server.ts";
+import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
+
+/** Bun's error when the port is taken (EADDRINUSE; its message asks "Is port … in use?"). */
+function isAddressInUse(e: unknown): boolean {
+  const x = e as { code?: unknown; message?: unknown };
+  return x?.code === "EADDRINUSE" || (typeof x?.message === "string" && /in use|EADDRINUSE/i.test(x.message));
+}
 
 export async function serve() {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  keepServingOnUncaughtErrors(log);
   const appModules = Promise.all([import("../lib/http/app.ts"), import("../lib/demo/seed.ts")]);
   let handle;
   try {
@@ -29,7 +37,17 @@ export async function serve() {
   // /readyz answers; its data loads in the background after that.
   const demo = config.seedDemo ? await seedDemoOrganization(s) : undefined;
 
-  const server = listen(s, app, { port: config.port, hostname: config.host });
+  let server: ReturnType<typeof listen>;
+  try {
+    server = listen(s, app, { port: config.port, hostname: config.host, reusePort: config.reusePort });
+  } catch (e) {
+    await handle.close().catch(() => {});
+    if (isAddressInUse(e)) {
+      console.error(`commitops: port ${config.port} on ${config.host} is already in use (another commitops instance?). Stop it, or start this one with another PORT.`);
+      process.exit(1);
+    }
+    throw e;
+  }
 
   const lines = [
     `commitops listening on ${config.publicUrl} (database: ${handle.description}${handle.replica ? `; report reads: ${handle.replica.description}` : ""})`,

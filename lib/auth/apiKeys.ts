@@ -25,6 +25,7 @@ export async function createApiKey(
   if (bad.length) throw new ValidationError(`Unknown scope(s): ${bad.join(", ")}. Known: ${SCOPES.join(", ")}.`, { scopes: bad.map((s) => `unknown scope ${s}`) });
   const key = newSecret(API_KEY_PREFIX);
   const prefix = key.slice(0, 10);
+  unknownKeys.forget(hashSecret(key));
   const [row] = await db
     .insert(apiKeys)
     .values({ orgId: input.orgId, name: input.name ?? "API key", prefix, keyHash: hashSecret(key), scopes, createdBy: input.createdBy ?? null })
@@ -39,6 +40,45 @@ export async function revokeApiKey(db: DbOrTx, keyId: string, orgId?: string): P
 }
 
 const lastTouched = new Map<string, number>();
+
+/** How long a key found unknown (or revoked) answers 401 without a lookup. */
+export const UNKNOWN_KEY_TTL_MS = 30_000;
+/** Digests remembered at most (oldest out first): ~1.5 MB. */
+export const UNKNOWN_KEY_LIMIT = 10_000;
+
+/**
+ * SHA-256 digests of API keys the database does not know (or knows revoked), each remembered for
+ * UNKNOWN_KEY_TTL_MS: a client retrying a wrong key, or a scanner, costs one lookup per key per
+ * 30 s instead of one per request. Per process; it can never deny a valid key: a key is 32 random
+ * bytes, so its digest cannot have been looked up before the key was created (on any replica),
+ * and a revoked key never becomes valid again. A key created here is forgotten all the same.
+ * Keys refused for their creator having left the org are not remembered (re-adding the member
+ * restores them at once).
+ */
+class UnknownKeys {
+  private until = new Map<string, number>();
+
+  has(digest: string, now: number): boolean {
+    const t = this.until.get(digest);
+    if (t === undefined) return false;
+    if (t > now) return true;
+    this.until.delete(digest);
+    return false;
+  }
+
+  add(digest: string, now: number): void {
+    this.until.delete(digest);
+    this.until.set(digest, now + UNKNOWN_KEY_TTL_MS);
+    // A Map keeps insertion order: the first entries are the oldest.
+    while (this.until.size > UNKNOWN_KEY_LIMIT) this.until.delete(this.until.keys().next().value!);
+  }
+
+  forget(digest: string): void {
+    this.until.delete(digest);
+  }
+}
+
+const unknownKeys = new UnknownKeys();
 
 type Query = DatabaseHandle["query"];
 
@@ -69,21 +109,27 @@ function effectiveKeyScopes(row: ResolvedKeyRow): Scope[] | null {
  * Resolver for org API keys (`co_…`). Revoked keys resolve to nothing (→ 401). It runs on every
  * request, so it is one prepared statement in plain SQL (no query building, parsed and planned
  * once per connection): the key by its hash and, through the (org, user) unique index, its
- * creator's current role. Nothing is cached: a revoked key fails on its next request.
+ * creator's current role. A key found is not cached (a revoked key fails on its next request);
+ * one found unknown or revoked is, briefly (`UnknownKeys`).
  */
 export function apiKeyResolver(db: DbOrTx, query: Query): (token: string) => Promise<Principal | null> {
   return async (token) => {
     if (!token.startsWith(`${API_KEY_PREFIX}_`)) return null;
+    const digest = hashSecret(token);
+    if (unknownKeys.has(digest, Date.now())) return null;
     const [row] = await query<ResolvedKeyRow>(
       `SELECT k.id, k.org_id, k.scopes, k.created_by, k.revoked_at, m.role AS creator_role
          FROM api_keys k
          LEFT JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.created_by
         WHERE k.key_hash = $1
         LIMIT 1`,
-      [hashSecret(token)],
+      [digest],
       { prepare: true },
     );
-    if (!row || row.revoked_at) return null;
+    if (!row || row.revoked_at) {
+      unknownKeys.add(digest, Date.now());
+      return null;
+    }
     const scopes = effectiveKeyScopes(row);
     if (!scopes) return null;
     const now = Date.now();

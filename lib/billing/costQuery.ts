@@ -7,8 +7,9 @@
  * amounts are computed exactly per cell (the grain of the rows plus the filtered dimensions),
  * then rounded to cents by largest remainder within each invoice — provider, billing currency,
  * billing account and billing month — so that each invoice's part in the window is its exact
- * total to the cent, every cell is the floor or ceiling of its exact amount, and every total is
- * the sum of the cents shown. Filters are applied to the rounded cells (as a report's filters
+ * total to the cent (its commitment cost too), each invoice's part of a cell is the floor or
+ * ceiling of its exact amount, a cell spanning invoices is the sum of its parts' cents, and
+ * every total is the sum of the cents shown. Filters are applied to the rounded cells (as a report's filters
  * are): a filter never changes the cents of what it keeps, and a query at a report's grain
  * shows the report's cents. Filters on provider and billing account select whole invoices and
  * go into the scan (the (org, billing_period, provider, billing_account) index).
@@ -63,14 +64,14 @@ export type MoneyField = (typeof MONEY_FIELDS)[number];
 
 /**
  * As the cloud_bill reports: on-demand, commitment and other are rounded together (their sum
- * over an invoice is its exact effective cost to the cent) and effective_cost is the sum of the
- * three as shown; billed and list cost are rounded on their own.
+ * over an invoice is its exact effective cost to the cent, and so is the commitment cost) and
+ * effective_cost is the sum of the three as shown; billed and list cost are rounded on their own.
  */
 const ROUNDING: MoneyRounding = {
   groups: [
     [
       { column: "ondemand_cost", sign: 1 },
-      { column: "commitment_cost", sign: 1 },
+      { column: "commitment_cost", sign: 1, own: true },
       { column: "other_cost", sign: 1 },
     ],
     [{ column: "billed_cost", sign: 1 }],
@@ -92,13 +93,10 @@ const field = (name: string, type: FieldDescriptor["type"] = "string"): FieldDes
 const MONEY_OUTPUT = MONEY_FIELDS.map((m) => field(m, "number"));
 
 /**
- * The rounding partition of `shownSql` is (provider, billing_currency, billing_account_id), and
- * the reports round each month on its own: the partition column carries the billing month, and
- * the billing account behind it (fixed-length prefix: distinct invoices never share a key) only
- * when the cells are per account or billing account, as the reports that show the billing
- * account do (`partitionOf`); otherwise the cells add up every payer's amounts before rounding,
- * as cloud_bill_daily, cloud_bill_by_service and cloud_bill_by_resource do. The plain billing
- * account id travels in `payer_id`.
+ * The invoice of a cell (`shownSql`'s `invoice` column, as every report's): the billing month
+ * and the billing account (fixed-length prefix: distinct invoices never share a key). Cells are
+ * rounded within their invoice and summed over the invoices they span, as the reports' rows are.
+ * The plain billing account id travels in `payer_id` when the billing account is a dimension.
  */
 const MONTH_KEY = "to_char(li.billing_period, 'YYYY-MM')";
 const INVOICE_KEY = `${MONTH_KEY} || ':' || li.billing_account_id`;
@@ -202,19 +200,20 @@ function roundedCells(
   for (const f of pushed) where.push(inValues(DIMENSION_SQL[f.dim.base as BaseDimension], f.values, params));
   if (currency !== undefined) where.push(`li.billing_currency = $${params.push(currency)}::text`);
   const keyExprs = keyed.map((d) => `${dimensionSql(d, params)} AS ${column(d.name)}`);
-  const perPayer = grain.some((d) => d.base === "account" || d.base === "billing_account");
-  const exactSql = `SELECT li.provider, li.billing_currency, ${perPayer ? INVOICE_KEY : MONTH_KEY} AS billing_account_id, ${perPayer ? "li.billing_account_id" : "NULL::text"} AS payer_id${keyExprs.map((e) => `, ${e}`).join("")},
+  const perPayer = grain.some((d) => d.base === "billing_account");
+  const exactSql = `SELECT li.provider, li.billing_currency, ${INVOICE_KEY} AS _invoice, ${perPayer ? "li.billing_account_id" : "NULL::text"} AS payer_id${keyExprs.map((e) => `, ${e}`).join("")},
       ${MONEY_SUMS}
     FROM billing_line_items li
     WHERE ${where.join(" AND ")}
     GROUP BY ${[1, 2, 3, 4, ...keyed.map((_, i) => 5 + i)].join(", ")}`;
   const shown = shownSql({
     exactSql,
-    output_fields: [field("provider"), field("billing_currency"), field("billing_account_id"), field("payer_id"), ...keyed.map((d) => field(column(d.name))), ...MONEY_OUTPUT],
+    output_fields: [field("provider"), field("billing_currency"), field("payer_id"), ...keyed.map((d) => field(column(d.name))), ...MONEY_OUTPUT],
     // Ties of the largest remainder go by the cells' keys in the order asked (a report's grain
     // asked in the report's column order gives the report's cents).
-    orderBy: ["provider", "billing_currency", "billing_account_id", ...keyed.map((d) => column(d.name))],
+    orderBy: ["provider", "billing_currency", ...keyed.map((d) => column(d.name))],
     rounding: ROUNDING,
+    invoice: "_invoice",
   });
   const post = filters.filter((f) => !pushed.includes(f)).map((f) => inValues(`c.${column(f.dim.name)}`, f.values, params));
   const extra = extraWhere?.((n) => `c.${column(n)}`);

@@ -9,7 +9,7 @@
  */
 import { createReadStream } from "node:fs";
 import { createGunzip } from "node:zlib";
-import type { Readable } from "node:stream";
+import { pipeline, type Readable } from "node:stream";
 import type { Db, Tx } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { deriveCommitments } from "./inventory.ts";
@@ -67,11 +67,18 @@ export interface ImportResult {
   summaries_summed_in_sql: ("cost" | "commitment")[];
 }
 
-/** Thrown when a file has invalid rows and skipInvalid is off: nothing was written. */
+/**
+ * Thrown when a file has invalid rows and skipInvalid is off: nothing was written. The message
+ * says what happened; what to do is the caller's to add (the CLI's `--skip-invalid`, a sync's
+ * export to correct).
+ */
 export class FocusImportRejected extends Error {
+  /** The first rejected rows: "line N: error; error | line M: …". */
+  readonly firstRejects: string;
   constructor(readonly rowsRejected: number, readonly rejects: { line: number; errors: string[] }[]) {
     const first = rejects.slice(0, 5).map((r) => `line ${r.line}: ${r.errors.join("; ")}`).join(" | ");
-    super(`${rowsRejected} row(s) violate the FOCUS specification; nothing was imported (use skip-invalid to keep the valid rows). ${first}`);
+    super(`${rowsRejected} row(s) violate the FOCUS specification; nothing was imported. ${first}`);
+    this.firstRejects = first;
   }
 }
 
@@ -88,10 +95,21 @@ const ANALYZED_COLUMNS = ["org_id", "billing_period", "provider", "billing_accou
 /** Resident memory an import lets garbage grow to before collecting (the process's baseline is ~110 MB). */
 const IMPORT_MEMORY_BUDGET = 160 << 20;
 
-/** The decoded text stream of a file path (gzip by extension or magic bytes). */
-export function openFocusFile(path: string): Readable {
-  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
-  return path.endsWith(".gz") ? raw.pipe(createGunzip()) : raw;
+/**
+ * The decoded bytes of a file path (gzip by extension), opened when the import starts reading.
+ * A read or gzip error (a truncated file) rejects that read, whenever it happens: opened earlier,
+ * a small file could fail while the import was still starting its transaction, as an 'error'
+ * event nobody listened to (which ends the process).
+ */
+export function openFocusFile(path: string): AsyncIterable<Buffer> {
+  return {
+    [Symbol.asyncIterator]() {
+      const raw = createReadStream(path, { highWaterMark: 1 << 20 });
+      // pipeline, not pipe: an error of either stream destroys the other and reaches the reader.
+      const decoded: Readable = path.endsWith(".gz") ? pipeline(raw, createGunzip(), () => {}) : raw;
+      return decoded[Symbol.asyncIterator]();
+    },
+  };
 }
 
 /**

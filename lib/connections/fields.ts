@@ -4,8 +4,8 @@
  */
 import { ValidationError, type FieldErrors } from "../errors.ts";
 import { ConnectionFailure, type ConnectionKind } from "./source.ts";
-import { isInternalHost } from "../hosts.ts";
-import { parseServiceAccountKey } from "./gcpKey.ts";
+import { isPublicUrl } from "../hosts.ts";
+import { GOOGLE_TOKEN_URL, parseServiceAccountKey } from "./gcpKey.ts";
 
 export interface FieldSpec {
   required?: boolean;
@@ -75,28 +75,42 @@ function checkFields(where: string, specs: Record<string, FieldSpec>, values: Re
   }
 }
 
-/** The URL's host is this machine or a private network (not a URL at all: false, the pattern check reports it). */
-function internalUrl(url: string): boolean {
-  try {
-    return isInternalHost(new URL(url).hostname);
-  } catch {
-    return false;
+const URL_FIELDS = ["endpoint_url", "storage_account_url", "authority_host"];
+const PRIVATE_ENDPOINT = "must not point at a loopback, private, link-local or other non-public address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)";
+
+/**
+ * The URL fields given (and a given service-account key's token_uri) whose host is, or resolves
+ * to, an address the server may not call (lib/hosts.ts). It may query DNS: run it before any
+ * transaction and hand the result to the field checks. Only values given are checked; stored
+ * ones were checked when they were set, and every connection checks its host again.
+ */
+export async function endpointErrors(config: Record<string, unknown>, secrets: Record<string, unknown>, allowPrivateEndpoints: boolean): Promise<FieldErrors> {
+  const errors: FieldErrors = {};
+  if (allowPrivateEndpoints) return errors;
+  for (const f of URL_FIELDS) {
+    const v = config[f];
+    if (typeof v === "string" && v && !(await isPublicUrl(v, false))) errors[`config.${f}`] = [PRIVATE_ENDPOINT];
   }
+  if (typeof secrets.service_account_key === "string" && secrets.service_account_key) {
+    let tokenUri: string | undefined;
+    try {
+      tokenUri = parseServiceAccountKey(secrets.service_account_key).token_uri;
+    } catch {}
+    if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL && !(await isPublicUrl(tokenUri, false))) errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`];
+  }
+  return errors;
 }
 
-const URL_FIELDS = ["endpoint_url", "storage_account_url", "authority_host"];
-const PRIVATE_ENDPOINT = "must not point at a loopback, private or link-local address (the server allows that only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS)";
-
 export interface CheckOptions {
-  allowPrivateEndpoints?: boolean;
+  /** From endpointErrors(): hosts that may not be called, by field. */
+  endpoints: FieldErrors;
   /** The secrets are the stored ones, checked when they were set (only their presence counts). */
   storedSecrets?: boolean;
 }
 
 /**
  * The checks every connection kind (billing or purchasing) shares: each field's type, length and
- * pattern, required fields, no private endpoint, a readable service-account key whose token_uri
- * is not private either. Returns the set fields and the errors found; the caller adds its kind's own.
+ * pattern, required fields, the hosts endpointErrors() refused, a readable service-account key. Returns the set fields and the errors found; the caller adds its kind's own.
  */
 export function checkConnectionFields(
   kind: string,
@@ -111,15 +125,11 @@ export function checkConnectionFields(
   const c = setFields(config);
   const s = setFields(secrets);
   for (const [name, spec] of Object.entries(specs.config)) if (spec.required && !c[name] && !errors[`config.${name}`]) errors[`config.${name}`] = ["is required"];
-  if (!opts.allowPrivateEndpoints) {
-    for (const f of URL_FIELDS) {
-      if (c[f] && !errors[`config.${f}`] && internalUrl(c[f]!)) errors[`config.${f}`] = [PRIVATE_ENDPOINT];
-    }
-  }
+  // A field's own format error is the one reported.
+  for (const [field, messages] of Object.entries(opts.endpoints)) errors[field] ??= messages;
   if (s.service_account_key && !opts.storedSecrets) {
     try {
-      const key = parseServiceAccountKey(s.service_account_key);
-      if (!opts.allowPrivateEndpoints && key.token_uri && internalUrl(key.token_uri)) errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`];
+      parseServiceAccountKey(s.service_account_key);
     } catch (e) {
       if (!(e instanceof ConnectionFailure)) throw e;
       errors["secrets.service_account_key"] = [e.message];
@@ -129,7 +139,7 @@ export function checkConnectionFields(
 }
 
 /** The stored config and secrets of a kind, or a 422 naming each wrong field. Nulls remove a field. */
-export function checkSettings(kind: ConnectionKind, config: Record<string, unknown>, secrets: Record<string, unknown>, opts: CheckOptions = {}): { config: Values; secrets: Values } {
+export function checkSettings(kind: ConnectionKind, config: Record<string, unknown>, secrets: Record<string, unknown>, opts: CheckOptions): { config: Values; secrets: Values } {
   const { config: c, secrets: s, errors } = checkConnectionFields(kind, { config: CONFIG_FIELDS[kind], secrets: SECRET_FIELDS[kind] }, config, secrets, opts);
   if (kind === "aws_data_exports" && !!c.access_key_id !== !!s.secret_access_key) errors["secrets.secret_access_key"] = ["goes with config.access_key_id: give both or neither"];
   if (kind === "azure_cost_exports" && s.client_secret && !(c.tenant_id && c.client_id)) errors["config.client_id"] = ["a client_secret needs config.tenant_id and config.client_id"];

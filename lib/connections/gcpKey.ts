@@ -46,7 +46,7 @@ export function parseServiceAccountKey(text: string): ServiceAccountKey {
 }
 
 /** google-auth-library posts every service-account grant here, whatever the key's token_uri says. */
-const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
+export const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
 
 interface TokenTransport {
   transporter: { interceptors: { request: { add(interceptor: { resolved: (request: { url: string | URL }) => Promise<unknown> }): unknown } } };
@@ -54,13 +54,14 @@ interface TokenTransport {
 
 /**
  * Keys for private or emulated endpoints name their own token endpoint: the auth client's token
- * requests go there instead of Google's (BigQuery reader and Compute purchaser alike).
+ * requests go there instead of Google's (BigQuery reader and Compute purchaser alike), through
+ * `fetch` when given (lib/egress.ts: only the token endpoint's checked addresses are called).
  */
-export async function useKeyTokenEndpoint(client: Promise<unknown>, key: ServiceAccountKey | undefined): Promise<void> {
+export async function useKeyTokenEndpoint(client: Promise<unknown>, key: ServiceAccountKey | undefined, fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>): Promise<void> {
   if (!key?.token_uri || key.token_uri === GOOGLE_TOKEN_URL) return;
   const tokenUrl = new URL(key.token_uri);
   const auth = (await client) as TokenTransport;
   auth.transporter.interceptors.request.add({
-    resolved: async (request) => (request.url.toString() === GOOGLE_TOKEN_URL ? { ...request, url: tokenUrl } : request),
+    resolved: async (request) => (request.url.toString() === GOOGLE_TOKEN_URL ? { ...request, url: tokenUrl, ...(fetch ? { fetchImplementation: fetch } : {}) } : request),
   });
 }

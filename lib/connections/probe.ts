@@ -27,7 +27,7 @@ export async function testConnection(s: Services, orgId: string, id: string): Pr
   let reader: ExportReader | null = null;
   const periods: ConnectionTestResult["periods"] = [];
   try {
-    reader = await readerFor(settings);
+    reader = await readerFor(settings, { allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
     const found = await reader.periods();
     periods.push(...found.map((p) => ({ month: p.month, files: p.files.length, bytes: p.bytes })));
     const newest = found.at(-1);

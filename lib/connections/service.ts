@@ -9,7 +9,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import { pgErrorCode } from "../db/index.ts";
 import type { SecretBox } from "../secrets/secretBox.ts";
 import { openSecretColumns, sealedSecretColumns } from "../secrets/index.ts";
-import { checkSettings } from "./fields.ts";
+import { checkSettings, endpointErrors } from "./fields.ts";
 import type { ConnectionSettings } from "./kinds.ts";
 import type { Page } from "../http/paging.ts";
 import type { ConnectionKind } from "./source.ts";
@@ -117,7 +117,8 @@ export interface WriteOptions {
 export async function createConnection(db: DbOrTx, box: SecretBox, orgId: string, input: ConnectionInput, { now, allowPrivateEndpoints }: WriteOptions): Promise<ConnectionView> {
   const name = input.name.trim();
   if (!name) throw new ValidationError("The connection needs a name.", { name: ["must not be blank"] });
-  const { config, secrets } = checkSettings(input.kind, input.config ?? {}, input.secrets ?? {}, { allowPrivateEndpoints });
+  const endpoints = await endpointErrors(input.config ?? {}, input.secrets ?? {}, allowPrivateEndpoints);
+  const { config, secrets } = checkSettings(input.kind, input.config ?? {}, input.secrets ?? {}, { endpoints });
   const id = crypto.randomUUID();
   try {
     const [c] = await db
@@ -133,14 +134,16 @@ export async function createConnection(db: DbOrTx, box: SecretBox, orgId: string
 
 /** Fields given replace the stored ones, null removes one; secrets are merged the same way, sealed again. */
 export async function updateConnection(db: DbOrTx, box: SecretBox, orgId: string, id: string, patch: ConnectionPatch, { now, allowPrivateEndpoints }: WriteOptions): Promise<ConnectionView> {
+  // Hosts are resolved before the row is locked; only the ones the patch sets (stored ones were checked when set).
+  const endpoints = await endpointErrors(patch.config ?? {}, patch.secrets ?? {}, allowPrivateEndpoints);
   return db.transaction(async (tx) => {
     const [c] = await tx.select().from(billingConnections).where(ofOrg(orgId, id)).for("update");
     if (!c) throw notFound();
     const config = { ...(c.config as object), ...(patch.config ?? {}) };
     // Without new secrets the stored ones stay sealed: only which are set matters to the checks.
     const { config: checked, secrets } = patch.secrets
-      ? checkSettings(c.kind, config, { ...(settingsOf(box, c).secrets as Record<string, unknown>), ...patch.secrets }, { allowPrivateEndpoints })
-      : checkSettings(c.kind, config, Object.fromEntries(c.secretFields.map((f) => [f, "stored"])), { allowPrivateEndpoints, storedSecrets: true });
+      ? checkSettings(c.kind, config, { ...(settingsOf(box, c).secrets as Record<string, unknown>), ...patch.secrets }, { endpoints })
+      : checkSettings(c.kind, config, Object.fromEntries(c.secretFields.map((f) => [f, "stored"])), { endpoints, storedSecrets: true });
     const name = patch.name?.trim();
     if (patch.name !== undefined && !name) throw new ValidationError("The connection needs a name.", { name: ["must not be blank"] });
     const settingsChanged = !!patch.config || !!patch.secrets;

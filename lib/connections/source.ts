@@ -21,6 +21,21 @@ export class ConnectionFailure extends Error {
 }
 
 /**
+ * A host that cannot be reached, in the same words whatever the reason (refused, closed or
+ * filtered port, no such name, an address the server may not call), so a connection's test
+ * cannot tell an open port from a closed one.
+ */
+export function unreachable(what: string): ConnectionFailure {
+  return new ConnectionFailure("unreachable", `${what} could not be reached (no connection could be made to a public address it resolves to). Check the URL and that the service admits connections from this server.`);
+}
+
+/** How a reader may connect. */
+export interface ReaderOptions {
+  /** CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS: loopback, private and link-local addresses may be called too. */
+  allowPrivateEndpoints: boolean;
+}
+
+/**
  * The records of one file or query, in batches: the first record of the first batch is the
  * header (column names), every later record a row. Line numbers are the row's position in its
  * file (header = 1) for reject reports.

@@ -138,7 +138,7 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
   let reader: ExportReader | null = null;
   let failure: { cause: string; message: string } | null = null;
   try {
-    reader = await readerFor(settingsOf(secretBoxOf(s.config), c));
+    reader = await readerFor(settingsOf(secretBoxOf(s.config), c), { allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
     await syncPeriods(s, c, reader, totals);
   } catch (e) {
     failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
@@ -229,7 +229,11 @@ async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod)
 export function describeFailure(e: unknown): { cause: FailureCause | "internal"; message: string } {
   if (e instanceof ConnectionFailure) return { cause: e.cause, message: e.message };
   if (e instanceof FocusFileError) return { cause: e instanceof NotFocusError ? "not_focus" : "format", message: e.message };
-  if (e instanceof FocusImportRejected) return { cause: "format", message: e.message.slice(0, 2000) };
+  if (e instanceof FocusImportRejected) {
+    // A sync keeps all rows of a period or none (it has no skip-invalid): the export is what to fix.
+    const message = `${e.rowsRejected} row(s) of the export violate the FOCUS specification, so the period was not imported and its previous data is kept. Correct the rows at the source of the export; the next sync imports the period again. ${e.firstRejects}`;
+    return { cause: "format", message: message.slice(0, 2000) };
+  }
   if (e instanceof CsvSyntaxError) return { cause: "format", message: `A file of the export is not valid CSV: ${e.message}.` };
   const code = (e as { code?: string })?.code;
   if (typeof code === "string" && /^Z_/.test(code)) return { cause: "format", message: "A file of the export is not valid gzip (truncated or corrupt); the previous data is kept." };

@@ -34,8 +34,8 @@ export class QueryTimeoutError extends Error {
 }
 
 /**
- * Thrown (as a socket error, so postgres.js fails the query with it) while the connection guard
- * knows the server is unreachable: the request fails at once instead of waiting for a timeout.
+ * The database is known unreachable (lib/db/health.ts): an operation in flight when that was
+ * found, or a new one while it lasts, fails at once instead of waiting for a timeout (503).
  */
 export class DatabaseUnreachableError extends Error {
   readonly code = "DATABASE_UNREACHABLE";
@@ -46,8 +46,8 @@ export class DatabaseUnreachableError extends Error {
 }
 
 /**
- * A pool connection the guard closed because its server session no longer exists (the server
- * answers on a new connection but no longer knows this one, e.g. after a failover).
+ * The connection an operation was waiting on is dead while the server answers new connections
+ * (a failover that moved the address, a middlebox that lost its state): a read is retried once.
  */
 export class ConnectionLostError extends Error {
   readonly code = "CONNECTION_LOST";
@@ -57,10 +57,22 @@ export class ConnectionLostError extends Error {
   }
 }
 
+/**
+ * A statement with no answer long after the server's statement_timeout would have ended it: the
+ * caller is answered (503) and the statement cancelled through the driver.
+ */
+export class StatementDeadlineError extends Error {
+  readonly code = "STATEMENT_DEADLINE";
+  constructor(readonly deadlineMs: number) {
+    super(`the database did not answer within ${deadlineMs} ms`);
+    this.name = "StatementDeadlineError";
+  }
+}
+
 const UNAVAILABLE_CODES = new Set([
   "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN",
   "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
-  "DATABASE_UNREACHABLE", "CONNECTION_LOST",
+  "DATABASE_UNREACHABLE", "CONNECTION_LOST", "STATEMENT_DEADLINE",
   "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006",
 ]);
 

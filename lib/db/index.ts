@@ -17,7 +17,7 @@ export interface OpenDbOptions {
   dataDir?: string;
   /** Apply pending migrations (under an advisory lock) before returning. */
   migrate?: boolean;
-  /** Where the PostgreSQL connection guard logs outages (default: JSON lines at LOG_LEVEL). */
+  /** Where the PostgreSQL health check logs outages (default: JSON lines at LOG_LEVEL). */
   log?: Logger;
   /** PostgreSQL pool timeouts and limits, over those of the environment (`postgresSettings`). */
   postgres?: Partial<PostgresSettings>;

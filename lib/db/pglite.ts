@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { currentRequestScope } from "./requestScope.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import { mkdirSync, mkdtempSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, rmSync } from "node:fs";
@@ -276,7 +278,7 @@ export async function openPglite(dataDir?: string, opts: { template?: boolean } 
   // server take its turns (pgliteYield.ts).
   const yielding = yieldingClient(client);
   client = yielding.client;
-  const db = drizzle(client, { schema }) as unknown as Db;
+  const db = drizzle(witnessedTransactions(client), { schema }) as unknown as Db;
   const prepared = preparedStatements(client);
   let closed = false;
   let cursorSeq = 0;
@@ -321,4 +323,26 @@ export async function openPglite(dataDir?: string, opts: { template?: boolean } 
       unlock();
     },
   };
+}
+
+/**
+ * A request that asked for exactly-once writes (lib/db/requestScope.ts) marks its claim as the
+ * last statement of each transaction it commits, as on PostgreSQL. Here no network can lose a
+ * COMMIT's answer, but a process can die between the COMMIT and the stored answer: the marker
+ * then keeps the claim from ever being run again.
+ */
+function witnessedTransactions(client: PGlite): PGlite {
+  return new Proxy(client, {
+    get(t, prop) {
+      const v = Reflect.get(t, prop, t) as unknown;
+      if (prop !== "transaction" || typeof v !== "function") return v;
+      return (fn: (tx: any) => Promise<unknown>) =>
+        (v as PGlite["transaction"]).call(t, async (tx: any) => {
+          const witness = currentRequestScope()?.witness;
+          const result = await fn(tx);
+          if (witness) await witness.record((text, params) => tx.query(text, params as any[]), randomUUID());
+          return result;
+        });
+    },
+  });
 }

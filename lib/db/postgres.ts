@@ -2,8 +2,11 @@ import postgres from "postgres";
 import { drizzle } from "drizzle-orm/postgres-js";
 import * as schema from "./schema/index.ts";
 import type { DatabaseHandle, Db, QueryOptions, StreamOptions } from "./types.ts";
-import { ConnectionGuard, type ProbeClient } from "./guard.ts";
-import { isConnectionLost, QueryTimeoutError } from "./errors.ts";
+import net from "node:net";
+import { randomUUID } from "node:crypto";
+import { DatabaseHealth, type ProbeConnection, type WatchedOp } from "./health.ts";
+import { currentRequestScope, type CommitWitness } from "./requestScope.ts";
+import { isConnectionLost, isDatabaseUnavailable, QueryTimeoutError } from "./errors.ts";
 import { createLogger, parseLogLevel, type Logger } from "../log.ts";
 import { nonNegativeInt, positiveInt } from "../config.ts";
 
@@ -22,9 +25,9 @@ export interface PostgresSettings {
   streamTimeoutMs: number;
   /** Server-side idle_in_transaction_session_timeout (DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS, 60000; 0: the server's own). */
   idleInTransactionTimeoutMs: number;
-  /** A reply due with no byte received this long → the guard probes the server (DATABASE_STALL_TIMEOUT_MS, 500). */
+  /** An operation waiting on the server this long with no progress → the health check probes it (DATABASE_STALL_TIMEOUT_MS, 500). */
   stallMs: number;
-  /** A probe not answered within this is a failure (DATABASE_PROBE_TIMEOUT_MS, 1000). */
+  /** A probe that heard not one byte from the server within this is a failure (DATABASE_PROBE_TIMEOUT_MS, 1000). */
   probeTimeoutMs: number;
   /** While the database is down: pause between probes (250). */
   probeIntervalMs: number;
@@ -61,20 +64,6 @@ function redact(url: string): string {
 }
 
 /**
- * The TLS the URL (or PGSSL) asks for, read as postgres.js reads it: sslmode (or ssl) in the
- * query string, sslrootcert=system → verify-full; sslnegotiation=direct. Null: plaintext.
- */
-export function tlsOf(url: string, env: Record<string, string | undefined> = process.env): { mode: string; direct: boolean } | null {
-  const qs = url.includes("?") ? url.slice(url.indexOf("?") + 1) : "";
-  const q = new URLSearchParams(qs);
-  let mode = q.get("sslmode") ?? q.get("ssl") ?? null;
-  if (q.get("sslrootcert") === "system") mode = "verify-full";
-  mode ??= env.PGSSL || null;
-  if (!mode || mode === "disable" || mode === "false") return null;
-  return { mode, direct: (q.get("sslnegotiation") ?? env.PGSSLNEGOTIATION) === "direct" };
-}
-
-/**
  * Statements that may run twice: a plain read outside a transaction. Only those are retried, once,
  * when the connection they were sent on turns out to have died (see `isConnectionLost`).
  */
@@ -90,9 +79,40 @@ export interface OpenPostgresOptions {
   max?: number;
   log?: Logger;
   settings?: Partial<PostgresSettings>;
+  /** A read replica: nothing is written there, not even a request's commit marker. */
+  readOnly?: boolean;
 }
 
-/** Opens a pooled postgres.js connection to a PostgreSQL server, behind the connection guard. */
+/** How long a request whose COMMIT went unanswered waits for the database to learn the outcome. */
+const COMMIT_OUTCOME_WAIT_MS = 120_000;
+
+/** Past the server's statement timeout, a statement with no answer is given up after this too. */
+const DEADLINE_GRACE_MS = 5000;
+
+/** `SET LOCAL statement_timeout = N` inside a transaction: its statements' new limit. */
+const COPY_FROM_STDIN = /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i;
+
+const SET_LOCAL_TIMEOUT = /^\s*set\s+local\s+statement_timeout\s*(?:=|to)\s*'?(\d+)'?\s*;?\s*$/i;
+
+/**
+ * The statement_timeout every session starts with: the URL's own (a startup parameter in its
+ * query string wins), else the setting. Null when it cannot be known (then no client deadline).
+ */
+export function sessionStatementTimeoutMs(url: string, settingMs: number): number | null {
+  const qs = url.includes("?") ? url.slice(url.indexOf("?") + 1) : "";
+  const v = new URLSearchParams(qs).get("statement_timeout");
+  if (v === null) return settingMs;
+  return /^\d+$/.test(v) ? Number(v) : null;
+}
+
+const deadlineOf = (timeoutMs: number | null) => (timeoutMs === null || timeoutMs <= 0 ? 0 : timeoutMs + DEADLINE_GRACE_MS);
+
+/**
+ * Opens a pooled postgres.js connection to a PostgreSQL server, watched by its health check
+ * (lib/db/health.ts): every statement, transaction and stream our code starts is an operation the
+ * health check can answer for (503 when the server is found unreachable), never a socket it
+ * touches. The driver owns its connections; a pool found dead is replaced through its own API.
+ */
 export async function openPostgres(url: string, opts: OpenPostgresOptions = {}): Promise<DatabaseHandle> {
   const cfg = postgresSettings(process.env, { ...(opts.max ? { poolSize: opts.max } : {}), ...opts.settings });
   const log = opts.log ?? createLogger(parseLogLevel(process.env.LOG_LEVEL));
@@ -104,23 +124,31 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
   const connection: Record<string, string> = { jit: "off" };
   if (cfg.statementTimeoutMs > 0) connection.statement_timeout = String(cfg.statementTimeoutMs);
   if (cfg.idleInTransactionTimeoutMs > 0) connection.idle_in_transaction_session_timeout = String(cfg.idleInTransactionTimeoutMs);
-  // TLS is negotiated by the guard, which must see the plaintext protocol (lib/db/guard.ts).
-  const tls = tlsOf(url);
+  const statementDeadlineMs = deadlineOf(sessionStatementTimeoutMs(url, cfg.statementTimeoutMs));
   const base = {
-    ...(tls ? { ssl: false as const } : {}),
     onnotice: () => {},
     connect_timeout: cfg.connectTimeoutMs / 1000,
-    // The guard fails fast while the server is down, so a reconnect need not wait.
+    // The health check fails fast while the server is down, so a reconnect need not wait.
     backoff: () => 0,
     keep_alive: cfg.keepAliveS,
     connection: connection as any,
   };
-  const makeProbeClient = (socket: (o: any) => any): ProbeClient => {
+
+  /** A probe connection: its own one-connection client, whose socket tells when the server last sent a byte. */
+  const openProbe = (): ProbeConnection => {
+    let lastByte = 0;
+    const socket = (options: { host: string[]; port: number[]; path?: string }) => {
+      const s = options.path ? net.connect(options.path) : net.connect(options.port[0] ?? 5432, options.host[0]);
+      s.on("data", () => {
+        lastByte = performance.now();
+      });
+      return s;
+    };
     const c = postgres(url, {
       ...base,
       max: 1,
       connect_timeout: cfg.probeTimeoutMs / 1000,
-      idle_timeout: 60,
+      idle_timeout: 0,
       max_lifetime: null,
       fetch_types: false,
       prepare: false,
@@ -128,49 +156,80 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       ...({ socket } as object),
     });
     return {
-      query: async (text) => (await c.unsafe(text)) as unknown as Record<string, unknown>[],
-      destroy: () => c.end({ timeout: 0 }),
+      query: (text) => c.unsafe(text),
+      lastByteAt: () => lastByte,
+      end: () => c.end({ timeout: 0 }),
     };
   };
-  const guard = new ConnectionGuard(
-    { stallMs: cfg.stallMs, probeTimeoutMs: cfg.probeTimeoutMs, probeIntervalMs: cfg.probeIntervalMs, connectTimeoutMs: cfg.connectTimeoutMs, tls },
-    makeProbeClient,
+
+  const first = postgres(url, { ...base, max: cfg.poolSize, idle_timeout: cfg.idleTimeoutS });
+  let pool = first;
+  /** A new pool for new work; the old one is ended by the driver (its operations were answered). */
+  const replacePool = () => {
+    const old = pool;
+    const next = postgres(url, { ...base, max: cfg.poolSize, idle_timeout: cfg.idleTimeoutS });
+    // drizzle set its type parsers on the first pool's options; every pool gets the same.
+    Object.assign((next as any).options.parsers, (first as any).options.parsers);
+    Object.assign((next as any).options.serializers, (first as any).options.serializers);
+    pool = next;
+    void old.end({ timeout: 0 }).catch(() => {});
+  };
+  const health = new DatabaseHealth(
+    { stallMs: cfg.stallMs, probeTimeoutMs: cfg.probeTimeoutMs, probeIntervalMs: cfg.probeIntervalMs, deadlineMs: statementDeadlineMs },
+    openProbe,
     log,
+    replacePool,
   );
-  const client = postgres(url, {
-    ...base,
-    max: cfg.poolSize,
-    idle_timeout: cfg.idleTimeoutS,
-    ...({ socket: guard.poolSocket } as object),
-  });
 
-  const mayRetry = (e: unknown) => isConnectionLost(e) && guard.state === "up";
+  const mayRetry = (e: unknown) => isConnectionLost(e) && health.state === "up";
 
-  /** Runs a read (`make`), and once more when its connection was found dead. */
-  const withRetry = async (make: () => Promise<any>): Promise<any> => {
+  /** Runs a read (`make`), and once more (`again`) when its connection was found dead. */
+  const withRetry = async (make: () => Promise<any>, again: () => Promise<any> = make): Promise<any> => {
     try {
       return await make();
     } catch (e) {
       if (!mayRetry(e)) throw e;
       log.debug("database statement retried on another connection (its connection was lost)", { code: (e as any)?.code });
       await settle();
-      return await make();
+      return await again();
     }
   };
 
   /**
-   * `client.unsafe` for a read outside a transaction: a lazy thenable (as postgres.js queries
-   * are) that runs the statement and, when its connection was found dead, runs it once more.
+   * `unsafe` of the pool or of a transaction: a lazy thenable (as postgres.js queries are) whose
+   * statement runs under watch, with `deadline()`, cancelled through the driver when the health
+   * check gives up on it. Awaiting it and using the query's other methods (writable, cursor…)
+   * share one driver query; a read outside a transaction runs once more, as a new query, when its
+   * connection was found dead.
    */
-  const unsafe = (text: string, params?: any[], options?: any): any => {
-    if (!RETRYABLE.test(text)) return client.unsafe(text, params, options);
+  const unsafeOf = (sql: () => any, deadline: () => number, retryable: boolean) => (text: string, params?: any[], options?: any): any => {
     let values = false;
     let promise: Promise<any> | null = null;
-    const make = () => {
-      const q = client.unsafe(text, params, options);
-      return values ? q.values() : q;
+    let current: any = null;
+    const query = () => (current ??= sql().unsafe(text, params, options));
+    // A COPY … FROM STDIN waits on us (we feed it), not on the server.
+    const feeding = COPY_FROM_STDIN.test(text);
+    const make = () =>
+      health.watch((op) => {
+        op.setDeadline(deadline());
+        if (feeding) op.busy();
+        const q = query();
+        op.onDeadline(() => q.cancel());
+        return values ? q.values() : q;
+      });
+    const again = () => {
+      current = null;
+      return make();
     };
-    const run = () => (promise ??= withRetry(make));
+    // A write outside a transaction for a request that asked for exactly-once: a transaction
+    // of its own, so that it carries the request's commit marker too.
+    const witnessed = () =>
+      beginWatched(undefined, async (_tx, _op, raw) => {
+        const q = raw.unsafe(text, params, options);
+        return values ? q.values() : q;
+      });
+    const run = () =>
+      (promise ??= !retryable ? make() : RETRYABLE.test(text) ? withRetry(make, again) : !feeding && !opts.readOnly && currentRequestScope()?.witness ? witnessed() : make());
     const wrapper: any = {
       values() {
         values = true;
@@ -180,11 +239,10 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       catch: (r?: any) => run().catch(r),
       finally: (f?: any) => run().finally(f),
     };
-    // Anything else (cursor, forEach, raw…) goes to a plain query, without the retry.
     return new Proxy(wrapper, {
       get(t, k) {
         if (k in t) return t[k];
-        const q: any = client.unsafe(text, params, options);
+        const q: any = query();
         const v = q[k];
         return typeof v === "function" ? v.bind(q) : v;
       },
@@ -192,32 +250,103 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
   };
 
   /**
-   * `client.begin`: when the BEGIN itself fails because its connection was found dead, nothing of
-   * the transaction has run yet (its callback was not called), so it is started once more.
+   * A transaction's `sql` as drizzle sees it: its statements under watch with the transaction's
+   * statement timeout (`SET LOCAL statement_timeout` changes it), savepoints likewise.
    */
-  const begin = async (a: any, b?: any): Promise<any> => {
-    const fn = b ?? a;
-    const mode = b ? a : undefined;
+  const watchedTx = (tx: any, state: { deadlineMs: number }): any => {
+    const unsafe = unsafeOf(() => tx, () => state.deadlineMs, false);
+    return new Proxy(tx, {
+      get(t, k) {
+        if (k === "unsafe") {
+          return (text: string, params?: any[], options?: any) => {
+            const m = SET_LOCAL_TIMEOUT.exec(text);
+            if (m) state.deadlineMs = deadlineOf(Number(m[1]));
+            return unsafe(text, params, options);
+          };
+        }
+        if (k === "savepoint") {
+          return (a: any, b?: any) => {
+            const fn = b ?? a;
+            const wrapped = (sp: any) => fn(watchedTx(sp, state));
+            return b ? t.savepoint(a, wrapped) : t.savepoint(wrapped);
+          };
+        }
+        return Reflect.get(t, k, t);
+      },
+    });
+  };
+
+  /**
+   * `begin` under watch: waiting on the server for BEGIN and COMMIT, busy while the callback runs
+   * (its statements are watched one by one). When the BEGIN itself fails because its connection
+   * was found dead, nothing of the transaction has run yet, so it is started once more.
+   */
+  const beginWatched = async (mode: string | undefined, fn: (tx: any, op: WatchedOp, rawTx: any) => Promise<any>): Promise<any> => {
+    // A request's exactly-once write: the transaction's last statement records a marker, so an
+    // unanswered COMMIT can be told apart afterwards (lib/db/requestScope.ts).
+    const scope = currentRequestScope();
+    const witness = opts.readOnly || mode?.includes("read only") ? undefined : scope?.witness;
+    const marker = witness ? randomUUID() : "";
     for (let attempt = 0; ; attempt++) {
       let started = false;
-      const body = (tx: any) => {
-        started = true;
-        return fn(tx);
-      };
+      let result: { value: any } | null = null;
       try {
-        return await (mode === undefined ? client.begin(body) : client.begin(mode, body));
+        return await health.watch((op) => {
+          const state = { deadlineMs: statementDeadlineMs };
+          const body = async (tx: any) => {
+            started = true;
+            op.busy();
+            let value: any;
+            try {
+              value = await fn(watchedTx(tx, state), op, tx);
+            } finally {
+              // Waiting on the server again: the marker, then the COMMIT.
+              op.setDeadline(state.deadlineMs);
+              op.waiting();
+            }
+            if (witness) await witness.record((text, params) => tx.unsafe(text, params as any[]), marker);
+            result = { value };
+            return value;
+          };
+          return mode === undefined ? pool.begin(body) : pool.begin(mode, body);
+        });
       } catch (e) {
+        if (witness && result && isDatabaseUnavailable(e)) {
+          // The COMMIT was sent; its answer never came. The client hears 503 now; the request
+          // learns the outcome once the database answers, and ends as the write really went.
+          scope?.answerNow?.();
+          if (await commitOutcome(witness, marker)) return (result as { value: any }).value;
+          throw e;
+        }
         if (started || attempt > 0 || !mayRetry(e)) throw e;
         await settle();
       }
     }
   };
 
-  const guarded = new Proxy(client, {
-    get(t, k) {
-      if (k === "unsafe") return unsafe;
+  /** Whether the transaction that carried `marker` committed: asked until the database answers (up to COMMIT_OUTCOME_WAIT_MS). */
+  const commitOutcome = async (witness: CommitWitness, marker: string): Promise<boolean> => {
+    const until = performance.now() + COMMIT_OUTCOME_WAIT_MS;
+    for (;;) {
+      try {
+        return await witness.committed(marker);
+      } catch (e) {
+        if (!isDatabaseUnavailable(e) || performance.now() > until) {
+          log.warn("the outcome of a commit could not be learned; its request ended as failed", { error: (e as any)?.code });
+          return false;
+        }
+        await new Promise((r) => setTimeout(r, cfg.probeIntervalMs));
+      }
+    }
+  };
+  const begin = (a: any, b?: any): Promise<any> => (b ? beginWatched(a, (tx) => b(tx)) : beginWatched(undefined, (tx) => a(tx)));
+
+  const poolUnsafe = unsafeOf(() => pool, () => statementDeadlineMs, true);
+  const watchedPool = new Proxy(first, {
+    get(_t, k) {
+      if (k === "unsafe") return poolUnsafe;
       if (k === "begin") return begin;
-      return Reflect.get(t, k, t);
+      return Reflect.get(pool, k, pool);
     },
   });
 
@@ -225,10 +354,11 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
    * A read-only transaction for a streamed read. Its statement_timeout runs from the first fetch
    * to the last, including the time the consumer takes between batches: the stream has its own,
    * longer limit, and the time to the first data (the query's own work) is bounded by cancelling
-   * it from outside when `firstBatchTimeoutMs` passes first.
+   * it from outside when `firstBatchTimeoutMs` passes first. The stream waits on the server only
+   * while it fetches: a slow consumer is no stall.
    */
-  const readStream = (opts: StreamOptions, read: (tx: any, watch: (query: { cancel(): unknown }) => () => void) => Promise<void>) =>
-    begin("read only", async (tx: any) => {
+  const readStream = (opts: StreamOptions, read: (tx: any, watch: (query: { cancel(): unknown }) => () => void, op: WatchedOp) => Promise<void>) =>
+    beginWatched("read only", async (_watched: any, op: WatchedOp, tx: any) => {
       await tx.unsafe(`SET LOCAL statement_timeout = ${Math.floor(cfg.streamTimeoutMs)}`);
       const limitMs = opts.firstBatchTimeoutMs ?? 0;
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -246,8 +376,9 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
           if (timedOut) throw new QueryTimeoutError(limitMs);
         };
       };
+      op.setDeadline(deadlineOf(cfg.streamTimeoutMs));
       try {
-        await read(tx, watch);
+        await read(tx, watch, op);
       } catch (e) {
         if (timedOut) throw new QueryTimeoutError(limitMs);
         throw e;
@@ -256,34 +387,46 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       }
     });
 
-  const db = drizzle(guarded, { schema }) as unknown as Db;
+  const db = drizzle(watchedPool, { schema }) as unknown as Db;
   return {
     db,
     driver: "postgres",
     poolSize: cfg.poolSize,
     description: redact(url),
     async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
-      // `unsafe`'s retry without its thenable wrapper (this runs on every request).
+      // `unsafe`'s watch and retry without its thenable wrapper (this runs on every request).
       const opts = options?.prepare ? PREPARED : undefined;
-      const make = () => client.unsafe(text, params as any[], opts);
+      const make = () =>
+        health.watch((op) => {
+          op.setDeadline(statementDeadlineMs);
+          const q = pool.unsafe(text, params as any[], opts);
+          op.onDeadline(() => q.cancel());
+          return q;
+        });
       return (await (RETRYABLE.test(text) ? withRetry(make) : make())) as unknown as T[];
     },
     async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000, opts: StreamOptions = {}) {
-      await readStream(opts, async (tx, watch) => {
+      await readStream(opts, async (tx, watch, op) => {
         const query = tx.unsafe(text, params as any[]);
         const firstData = watch(query);
+        op.onDeadline(() => query.cancel());
+        op.waiting();
         for await (const rows of query.cursor(batchSize)) {
+          op.busy();
           firstData();
           await onBatch(rows as unknown as T[]);
+          op.waiting();
         }
       });
     },
     async copyOut(text: string, onChunk: (chunk: Uint8Array) => Promise<void> | void, opts: StreamOptions = {}) {
-      await readStream(opts, async (tx, watch) => {
+      await readStream(opts, async (tx, watch, op) => {
         // COPY takes no parameters: callers inline validated literals (quoted for this setting).
         await tx.unsafe(`SET LOCAL standard_conforming_strings = on`);
         const query = tx.unsafe(text);
         const firstData = watch(query);
+        op.onDeadline(() => query.cancel());
+        op.waiting();
         const done = Promise.resolve(query).then(
           () => null,
           (e: unknown) => e,
@@ -315,12 +458,18 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
           };
           rows.on("data", (chunk: Uint8Array) => {
             if (failed) return;
+            op.progress();
             try {
               firstData();
               const r = onChunk(chunk);
               if (r && typeof (r as Promise<void>).then === "function") {
                 rows.pause();
-                last = (r as Promise<void>).then(() => failed || rows.resume(), fail);
+                op.busy();
+                last = (r as Promise<void>).then(() => {
+                  if (failed) return;
+                  op.waiting();
+                  rows.resume();
+                }, fail);
               }
             } catch (e) {
               fail(e);
@@ -338,14 +487,11 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       });
     },
     async close() {
-      await guard.close();
-      // Let the statements in flight finish (up to 5 s), then end every connection. Not
-      // `end({ timeout: 5 })` alone: a connection whose socket failed under a statement keeps
-      // that statement as its current one until it reconnects, and postgres.js's end() waits
-      // for it — the full timeout, at every shutdown after an outage.
+      // Let the operations in flight finish (up to 5 s), then end every connection.
       const deadline = performance.now() + 5000;
-      while (guard.busy() !== "idle" && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await client.end({ timeout: guard.busy() === "unknown" ? 5 : 0 });
+      while (health.inFlight > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await health.close();
+      await pool.end({ timeout: 0 });
     },
   };
 }

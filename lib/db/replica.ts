@@ -86,14 +86,14 @@ function stateOf(replica: DatabaseHandle, log?: Logger): ReplicaState {
 }
 
 /**
- * Opens the read replica: a postgres.js pool behind its own connection guard, no migrations
+ * Opens the read replica: a postgres.js pool watched by its own health check, no migrations
  * (the primary's arrive by replication), every session `default_transaction_read_only = on`
  * (a write sent to it fails with SQLSTATE 25006 even if the URL points at a writable server).
  * Opening does not connect: a replica that is down at start only means reads go to the primary.
  */
 export async function openReadReplica(url: string, opts: { log?: Logger; settings?: Partial<PostgresSettings> } = {}): Promise<DatabaseHandle> {
   const log = replicaLogger(opts.log ?? createLogger(parseLogLevel(process.env.LOG_LEVEL)));
-  const handle = await openPostgres(readOnlyUrl(url), { log, settings: opts.settings });
+  const handle = await openPostgres(readOnlyUrl(url), { log, settings: opts.settings, readOnly: true });
   handle.description = `${handle.description} (read replica)`;
   stateOf(handle, log);
   return handle;

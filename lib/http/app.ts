@@ -11,6 +11,7 @@ import { hoistComponents } from "./openapiComponents.ts";
 import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
 import { idempotencyKeysOf, orgGuardOf } from "./orgRoutes.ts";
+import { runInRequestScope, type RequestScope } from "../db/requestScope.ts";
 import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
 import { HEALTH_RESPONSES, READY_RESPONSES } from "./protocolResponses.ts";
 
@@ -144,7 +145,30 @@ export function createApp(s: Services) {
   for (const r of manifest) app.use(r.module(s, r.prefix));
   knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);
+  exactlyOnceScope(app, (request) => errorResponse(new ServiceUnavailableError(), pathOf(request.url), guard.rateLimitHeadersOf(request)));
   return app;
+}
+
+/**
+ * A POST with an Idempotency-Key runs in a request scope (lib/db/requestScope.ts): when its
+ * COMMIT goes unanswered in an outage, the client is answered 503 at once (`unavailable`) while
+ * the request waits for the database to learn how the write went, and ends as it really did —
+ * its answer stored for the retry with the same key, or its key freed.
+ */
+function exactlyOnceScope(app: { handle(request: Request): Promise<Response> }, unavailable: (request: Request) => Response) {
+  const handle = app.handle.bind(app);
+  app.handle = (request: Request) => {
+    if (request.method !== "POST" || !request.headers.has("idempotency-key")) return handle(request);
+    const scope: RequestScope = {};
+    return runInRequestScope(
+      scope,
+      () =>
+        new Promise<Response>((resolve, reject) => {
+          scope.answerNow = () => resolve(unavailable(request));
+          handle(request).then(resolve, reject);
+        }),
+    );
+  };
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -1,7 +1,17 @@
 import type { Db } from "../db/index.ts";
 import { BadRequestError, ConflictError, ValidationError } from "../errors.ts";
 import { errorForLog, type Logger } from "../log.ts";
-import { claimIdempotencyKey, completeIdempotencyKey, holdIdempotencyKey, idempotencyClaimSettled, releaseIdempotencyKey } from "../idempotency/store.ts";
+import {
+  claimIdempotencyKey,
+  commitRecorded,
+  completeIdempotencyKey,
+  holdIdempotencyKey,
+  idempotencyClaimSettled,
+  RECORD_COMMIT_SQL,
+  releaseIdempotencyKey,
+} from "../idempotency/store.ts";
+import { currentRequestScope } from "../db/requestScope.ts";
+import { isDatabaseUnavailable } from "../db/index.ts";
 import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf, type KeyScope } from "../idempotency/seal.ts";
 import type { Principal } from "../auth/principal.ts";
 
@@ -12,6 +22,8 @@ const DEFAULT_WAIT_MS = 10_000;
 const POLL_MS = 50;
 /** Longer than any Beta POST takes; a claim of a crashed process is taken over after it. */
 const LEASE_SECONDS = 300;
+/** While the database is down, a failed request's key release is tried again this often. */
+const RELEASE_RETRY_MS = 500;
 
 interface Claim {
   /** The client's key and whose it is (in memory only, to seal the answer). */
@@ -41,7 +53,8 @@ export class IdempotencyKeys {
     if (request.method !== "POST") return;
     const key = request.headers.get("idempotency-key");
     if (key === null) return;
-    if (!/^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(key) || key.endsWith(" ")) {
+    // Visible ASCII only (0x21–0x7E): no space anywhere, no control character.
+    if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
       throw new BadRequestError("Idempotency-Key must be 1 to 255 visible ASCII characters.", { "Idempotency-Key": ["must be 1 to 255 visible ASCII characters"] }, "invalid_idempotency_key");
     }
     const url = new URL(request.url);
@@ -54,7 +67,23 @@ export class IdempotencyKeys {
       const claim = await claimIdempotencyKey(this.db, orgId, storedKey, fingerprint, LEASE_SECONDS);
       if (claim.kind === "claimed") {
         this.claims.set(request, { scope, storedKey, token: claim.token });
+        // Every transaction of this request marks the claim as its last statement: a COMMIT
+        // whose answer is lost in an outage is then known committed or not (lib/db/requestScope.ts).
+        const requestScope = currentRequestScope();
+        if (requestScope) {
+          const token = claim.token;
+          requestScope.witness = {
+            record: (run, marker) => run(RECORD_COMMIT_SQL, [orgId, storedKey, token, marker]),
+            committed: (marker) => commitRecorded(this.db, orgId, storedKey, token, marker),
+          };
+        }
         return;
+      }
+      if (claim.kind === "committed_unanswered") {
+        throw new ConflictError(
+          "The first request with this Idempotency-Key took effect, but its answer was lost; read the resource to see it rather than sending the request again.",
+          "idempotency_key_committed",
+        );
       }
       if (claim.kind === "reused") {
         throw new ValidationError(
@@ -84,6 +113,7 @@ export class IdempotencyKeys {
     const claim = this.claims.get(request);
     if (!claim) return;
     this.claims.delete(request);
+    this.endWitness();
     let status: number;
     let body: string;
     const headers: Record<string, string> = {};
@@ -117,10 +147,38 @@ export class IdempotencyKeys {
     const claim = this.claims.get(request);
     if (!claim) return;
     this.claims.delete(request);
+    this.endWitness();
     await this.release(request, claim);
   }
 
+  /** The claim's own statements (its answer, its release) are not the request's writes. */
+  private endWitness() {
+    const scope = currentRequestScope();
+    if (scope) scope.witness = undefined;
+  }
+
+  /**
+   * Frees the key (unless the request committed something). While the database is unreachable
+   * it is retried in the background until the claim's lease would lapse anyway, so a retry
+   * after the outage runs at once instead of waiting out the lease.
+   */
   private async release(_request: Request, claim: Claim): Promise<void> {
-    await releaseIdempotencyKey(this.db, claim.scope.orgId, claim.storedKey, claim.token).catch((e) => this.log.error("idempotency key release failed", { error: errorForLog(e) }));
+    const attempt = () => releaseIdempotencyKey(this.db, claim.scope.orgId, claim.storedKey, claim.token);
+    try {
+      await attempt();
+    } catch (e) {
+      if (!isDatabaseUnavailable(e)) return void this.log.error("idempotency key release failed", { error: errorForLog(e) });
+      void (async () => {
+        const until = Date.now() + LEASE_SECONDS * 1000;
+        while (Date.now() < until) {
+          await new Promise((r) => setTimeout(r, RELEASE_RETRY_MS));
+          try {
+            return await attempt();
+          } catch (e2) {
+            if (!isDatabaseUnavailable(e2)) return void this.log.error("idempotency key release failed", { error: errorForLog(e2) });
+          }
+        }
+      })();
+    }
   }
 }

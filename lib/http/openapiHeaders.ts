@@ -16,7 +16,7 @@ export const HEADER_PARAMETERS = {
     required: false,
     description:
       "Makes the POST safe to retry: the same key with the same method, path and body within 24 h replays the first 2xx answer (status, body, ETag; `Idempotency-Replayed: true`) without running it again; the same key with another request → 422 `idempotency_key_reused`; while the first is still running → 409 `idempotency_key_in_progress` with `Retry-After`.",
-    schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]([\\x20-\\x7e]{0,253}[\\x21-\\x7e])?$", description: "1–255 visible ASCII characters (inner spaces allowed)" },
+    schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]{1,255}$", description: "1–255 visible ASCII characters (0x21–0x7E: no spaces)" },
   },
   IfMatch: {
     name: "If-Match",

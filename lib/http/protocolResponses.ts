@@ -64,10 +64,30 @@ export const REVOCATION_RESPONSES = {
   200: { description: "Revoked, or the token was not valid (RFC 7009 §2.2: the same answer)", content: json({ type: "object", additionalProperties: false }) },
 };
 
+const jsonRpcMessage = { type: "object", required: ["jsonrpc"], properties: { jsonrpc: { type: "string", enum: ["2.0"] }, id: { type: ["string", "integer", "null"] }, result: { type: "object" }, error: { type: "object" } } };
+/** The per-credential budget on every authenticated /mcp answer (docs/features/mcp.md "Rate limit"). */
+const rateLimited = {
+  "RateLimit-Limit": { $ref: "#/components/headers/RateLimitLimit" },
+  "RateLimit-Remaining": { $ref: "#/components/headers/RateLimitRemaining" },
+  "RateLimit-Reset": { $ref: "#/components/headers/RateLimitReset" },
+};
+
 export const MCP_RESPONSES = {
   200: {
-    description: "The JSON-RPC response to the request",
-    content: json({ type: "object", required: ["jsonrpc"], properties: { jsonrpc: { type: "string", enum: ["2.0"] }, id: { type: ["string", "integer", "null"] }, result: { type: "object" }, error: { type: "object" } } }),
+    description: "The JSON-RPC response to the request (an array for a batch of several messages, protocol versions before 2025-06-18)",
+    headers: rateLimited,
+    content: json({ oneOf: [jsonRpcMessage, { type: "array", items: jsonRpcMessage }] }),
   },
-  202: { description: "A notification or response was accepted (no body)" },
+  202: { description: "A notification or response was accepted (no body)", headers: rateLimited },
+  400: {
+    description:
+      "A JSON-RPC error (`id: null`): a batch on 2025-06-18 or later, over 20 messages or empty (-32600), a body that is not JSON-RPC (-32700); or the spec's error body for JSON nested deeper than 32 levels",
+    headers: rateLimited,
+    content: json({ oneOf: [jsonRpcMessage, { $ref: "#/components/schemas/ErrorBody" }] }),
+  },
+  429: {
+    description: "Over the credential's rate limit; every message of a batch counts as one request (nothing of the request ran)",
+    headers: { ...rateLimited, "Retry-After": { $ref: "#/components/headers/RetryAfter" } },
+    content: json({ $ref: "#/components/schemas/ErrorBody" }),
+  },
 };

@@ -22,11 +22,30 @@ export class RateLimiter {
 
   constructor(private readonly perMinute: number, private readonly now: () => number = Date.now) {}
 
+  /** Requests allowed per credential and minute (0: the limit is off). */
+  get limit(): number {
+    return this.perMinute;
+  }
+
   /**
-   * Counts a request of `key`: its remaining allowance, or 429 with Retry-After when over the
-   * limit. A limit of 0 disables it (no state, no headers).
+   * Counts `cost` requests of `key` at once (an MCP JSON-RPC batch counts each of its messages),
+   * all or none: allowed only when that many single requests in a row would each be allowed.
+   * Returns the remaining allowance, or throws 429 with Retry-After (counting nothing) when over
+   * the limit. A limit of 0 disables it (no state, no headers).
    */
-  check(key: string): RateLimitState | null {
+  check(key: string, cost = 1): RateLimitState | null {
+    return this.decide(key, cost, true);
+  }
+
+  /**
+   * 429 when not even one more request of `key` would pass; counts nothing. For a caller that
+   * learns a request's cost only after reading its body: refuse early, then `check` the cost.
+   */
+  peek(key: string): RateLimitState | null {
+    return this.decide(key, 1, false);
+  }
+
+  private decide(key: string, cost: number, count: boolean): RateLimitState | null {
     if (this.perMinute <= 0) return null;
     const t = this.now();
     const minute = Math.floor(t / 60_000) * 60_000;
@@ -36,15 +55,18 @@ export class RateLimiter {
     const weight = 1 - (t - minute) / 60_000;
     const estimated = w.previous * weight + w.count;
     const resetSeconds = Math.max(1, Math.ceil((minute + 60_000 - t) / 1000));
-    if (estimated >= this.perMinute) {
+    // The last of `cost` requests in a row sees the estimate raised by the `cost - 1` before it
+    // (summed as that request's own check would: the same decision to the last bit).
+    if (w.previous * weight + (w.count + cost - 1) >= this.perMinute) {
       this.windows.set(key, w);
-      const retry = secondsUntilAllowed(this.perMinute, w, minute, t);
+      const retry = secondsUntilAllowed(Math.max(1, this.perMinute - cost + 1), w, minute, t);
       throw new TooManyRequestsError(retry, rateLimitHeaders({ limit: this.perMinute, remaining: 0, resetSeconds: retry }));
     }
-    w.count++;
+    const counted = count ? cost : 0;
+    w.count += counted;
     this.windows.set(key, w);
     if (this.windows.size > 100_000) this.windows.clear();
-    return { limit: this.perMinute, remaining: Math.max(0, Math.floor(this.perMinute - estimated - 1)), resetSeconds };
+    return { limit: this.perMinute, remaining: Math.max(0, Math.floor(this.perMinute - estimated - counted)), resetSeconds };
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { idempotencyKeys } from "../db/schema/index.ts";
 
@@ -20,7 +20,9 @@ export type IdempotencyClaim =
   /** The key was used for another method, path or body. */
   | { kind: "reused" }
   /** Another request with this key is running now. */
-  | { kind: "in_progress" };
+  | { kind: "in_progress" }
+  /** A request with this key committed its write but its answer was lost (its process ended first). */
+  | { kind: "committed_unanswered" };
 
 const expired = sql`${idempotencyKeys.createdAt} < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`;
 
@@ -52,10 +54,20 @@ export async function claimIdempotencyKey(db: Db, orgId: string, key: string, fi
     if (row.status === "completed") {
       return { kind: "replay", response: { status: row.responseStatus ?? 200, headers: (row.responseHeaders as Record<string, string>) ?? {}, body: row.responseBody ?? "" } };
     }
+    // A lapsed claim whose request committed something is never run again.
+    if (row.commitMarker !== null && row.lockedUntil.getTime() < Date.now()) return { kind: "committed_unanswered" };
     const [takenOver] = await db
       .update(idempotencyKeys)
       .set({ lockedUntil: lease, claimToken: token })
-      .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.status, "in_progress"), lt(idempotencyKeys.lockedUntil, sql`now()`)))
+      .where(
+        and(
+          eq(idempotencyKeys.orgId, orgId),
+          eq(idempotencyKeys.key, key),
+          eq(idempotencyKeys.status, "in_progress"),
+          lt(idempotencyKeys.lockedUntil, sql`now()`),
+          isNull(idempotencyKeys.commitMarker),
+        ),
+      )
       .returning({ key: idempotencyKeys.key });
     return takenOver ? { kind: "claimed", token } : { kind: "in_progress" };
   }
@@ -86,9 +98,24 @@ export async function holdIdempotencyKey(db: Db, orgId: string, key: string, tok
     .where(heldBy(orgId, key, token));
 }
 
-/** A request that failed wrote nothing (one transaction per change): its key is free again, unless another request took the claim over. */
+/**
+ * A request that failed: its key is free again — unless another request took the claim over, or
+ * the request committed a write before it failed (then the claim stays, and is never run twice).
+ */
 export async function releaseIdempotencyKey(db: Db, orgId: string, key: string, token: string): Promise<void> {
-  await db.delete(idempotencyKeys).where(heldBy(orgId, key, token));
+  await db.delete(idempotencyKeys).where(and(heldBy(orgId, key, token), isNull(idempotencyKeys.commitMarker)));
+}
+
+/** The statement a claimed request's transaction runs last: records its marker ($4) on the claim ($1–$3). */
+export const RECORD_COMMIT_SQL = `UPDATE idempotency_keys SET commit_marker = $4 WHERE org_id = $1 AND key = $2 AND claim_token = $3`;
+
+/** Whether the transaction that recorded `marker` on this claim committed. */
+export async function commitRecorded(db: Db, orgId: string, key: string, token: string, marker: string): Promise<boolean> {
+  const [row] = await db
+    .select({ marker: idempotencyKeys.commitMarker })
+    .from(idempotencyKeys)
+    .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.claimToken, token)));
+  return row?.marker === marker;
 }
 
 /**

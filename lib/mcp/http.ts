@@ -15,8 +15,10 @@ import { errorResponse } from "../http/errorBody.ts";
 import { classifyError } from "../http/classifyError.ts";
 import { errorForLog } from "../log.ts";
 import { rateLimiterOf } from "../http/orgRoutes.ts";
+import { rateLimitHeaders, type RateLimitState } from "../http/rateLimit.ts";
 import type { Services } from "../services.ts";
 import { isMcpScope, MCP_SCOPES } from "./scopes.ts";
+import { decideMcpBody, INVALID_REQUEST } from "./batch.ts";
 
 /**
  * The MCP SDK, the tools and zod load on the first assistant call rather than at every start
@@ -53,9 +55,10 @@ export function protectedResourceMetadata(publicUrl: string) {
   };
 }
 
-const EXPOSED_HEADERS = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, x-request-id";
+const EXPOSED_HEADERS = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, x-request-id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After";
 const ALLOWED_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, x-api-key, x-request-id";
-const ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS";
+/** Only what is served: GET (no standalone SSE stream) and DELETE (no session) answer 405 here. */
+const ALLOWED_METHODS = "POST, OPTIONS";
 
 /** Browser origins allowed to call /mcp: the public URL's origin plus MCP_ALLOWED_ORIGINS. */
 export function allowedOrigins(s: Services): Set<string> {
@@ -124,6 +127,18 @@ export async function authenticateMcp(s: Services, headers: Headers): Promise<Pr
   return { ...principal, scopes: principal.scopes.filter(isMcpScope) };
 }
 
+/** A JSON-RPC error answered before the transport (no request id is known: `id: null`). */
+function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string>): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+function headersOf(state: RateLimitState | null): Record<string, string> {
+  return state ? rateLimitHeaders(state) : {};
+}
+
 /** One request to /mcp, whatever its method. Never throws: errors become the spec's error body. */
 export async function handleMcpRequest(s: Services, request: Request): Promise<Response> {
   const origin = request.headers.get("origin");
@@ -138,31 +153,61 @@ export async function handleMcpRequest(s: Services, request: Request): Promise<R
       headers: { ...cors, "Access-Control-Allow-Methods": ALLOWED_METHODS, "Access-Control-Allow-Headers": ALLOWED_HEADERS, "Access-Control-Max-Age": "600" },
     });
   }
+  // The `RateLimit-*` headers of the answer, once the credential is known (errors carry them too).
+  let rate: Record<string, string> = {};
   try {
     const principal = await authenticateMcp(s, request.headers);
-    // The Beta API's per-credential limiter (one per Services): assistant calls share the budget.
-    rateLimiterOf(s).check(principal.credentialId);
+    // The Beta API's per-credential limiter (one per Services): assistant calls share the budget,
+    // and every JSON-RPC message of a request counts as one request (lib/mcp/batch.ts).
+    const limiter = rateLimiterOf(s);
     // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE);
     // both answers are the ones the Streamable HTTP transport spec prescribes for that case.
-    if (request.method !== "POST") throw new MethodNotAllowedError(["POST", "OPTIONS"]);
+    if (request.method !== "POST") {
+      rate = headersOf(limiter.check(principal.credentialId));
+      throw new MethodNotAllowedError(["POST", "OPTIONS"]);
+    }
+    // A credential with nothing left is refused before its body is read.
+    rate = headersOf(limiter.peek(principal.credentialId));
     // Read within MAX_BODY_BYTES (a chunked body is cut off there) and the nesting limit before
-    // the SDK parses and validates it; the SDK still answers bad JSON-RPC in its own format.
-    const body = await readBodyBytes(request, s.config.maxBodyBytes);
-    refuseDeepJson(new TextDecoder().decode(body));
+    // anything parses it; a body that is not JSON is left to the SDK's own parse error.
+    let body: Uint8Array<ArrayBuffer>;
+    let text: string;
+    try {
+      body = await readBodyBytes(request, s.config.maxBodyBytes);
+      text = new TextDecoder().decode(body);
+      refuseDeepJson(text);
+    } catch (e) {
+      // A body refused (413, too deep) still counts as one request.
+      rate = headersOf(limiter.check(principal.credentialId));
+      throw e;
+    }
+    let parsed: unknown;
+    let isJson = true;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      isJson = false;
+    }
+    const decision = isJson ? decideMcpBody(parsed, request.headers.get("mcp-protocol-version"), limiter.limit) : ({ ok: true, cost: 1 } as const);
+    // The whole batch is counted (or refused with 429 + Retry-After) before any message runs;
+    // a refused batch counts as the one request it was.
+    rate = headersOf(limiter.check(principal.credentialId, decision.ok ? decision.cost : 1));
+    if (!decision.ok) return jsonRpcError(400, INVALID_REQUEST, decision.message, { ...cors, ...rate });
     const [{ WebStandardStreamableHTTPServerTransport }, { createMcpServer }] = await loadMcp();
     const server = createMcpServer(s, principal);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize: s.config.maxBodyBytes });
     await server.connect(transport);
     const headers = new Headers(request.headers);
     headers.delete("transfer-encoding");
     headers.set("content-length", String(body.byteLength));
-    const res = await transport.handleRequest(new Request(request.url, { method: request.method, headers, body }));
+    const res = await transport.handleRequest(new Request(request.url, { method: request.method, headers, body }), isJson ? { parsedBody: parsed } : undefined);
     // JSON responses are complete once returned; release the per-request server.
     if (!res.headers.get("content-type")?.includes("text/event-stream")) void server.close().catch(() => {});
-    return withHeaders(res, cors);
+    return withHeaders(res, { ...cors, ...rate });
   } catch (e) {
     const { error, internal } = classifyError(e);
     if (internal) s.log.error("mcp request failed", { path, error: errorForLog(e) });
-    return errorResponse(error, path, cors);
+    // A 429 carries its own RateLimit-* headers (remaining 0).
+    return errorResponse(error, path, { ...cors, ...(error.status === 429 ? {} : rate) });
   }
 }

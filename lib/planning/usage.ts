@@ -9,6 +9,7 @@ import { SQLX } from "../billing/queries.ts";
 import { queryRows, num } from "../billing/sql.ts";
 import type { SegmentFilters } from "../segments/service.ts";
 import type { Provider } from "../templates/enums.ts";
+import { ValidationError } from "../errors.ts";
 
 export interface GroupUsage {
   key: string;
@@ -20,6 +21,24 @@ export interface GroupUsage {
 }
 
 const HOUR = 3_600_000;
+
+/**
+ * The usage of the window is billed in rows longer than a day (a monthly-grain export): which
+ * hours of the month the usage ran is unknown, and the optimizer sizes on the hours, so spreading
+ * a row evenly would size commitments on its average — too much for usage that did not run all
+ * month. Plans need hourly (or daily) usage; the caller is told so, once (no retry would help).
+ */
+export class CoarseUsageError extends ValidationError {
+  constructor(provider: string, from: Date, to: Date, example: { s: Date; e: Date }) {
+    const day = (d: Date) => d.toISOString().slice(0, 10);
+    super(
+      `The ${provider} usage between ${day(from)} and ${day(to)} is billed in rows that each cover more than a day (e.g. ${day(example.s)} to ${day(example.e)}): ` +
+        "the hours it ran cannot be told from them, so no plan was sized. Import the provider's cost export at hourly (or daily) granularity.",
+      {},
+      "usage_too_coarse",
+    );
+  }
+}
 
 export async function segmentHourlyUsage(
   db: DbOrTx,
@@ -36,18 +55,26 @@ export async function segmentHourlyUsage(
   inList("li.region_id", q.filters.regions);
   inList("li.service_name", q.filters.services);
   inList("li.resource_id", q.resourceIds);
-  const rows = await queryRows<any>(
-    db,
-    `WITH u AS (
-       SELECT li.service_name, li.region_id, ${SQLX.instanceFamily} AS fam, li.charge_period_start AS s, li.charge_period_end AS e, ${SQLX.odEq} AS od
-       FROM billing_line_items li
-       WHERE li.org_id = $1::uuid AND li.provider = $4
+  const where = `li.org_id = $1::uuid AND li.provider = $4
          -- billing_period first so the (org, billing_period, provider) index prunes the history
          AND li.billing_period >= (date_trunc('month', $2::timestamptz) - interval '1 month')::date
          AND li.charge_period_start < $3::timestamptz AND li.charge_period_end > $2::timestamptz
          AND li.charge_category = 'Usage' AND (li.commitment_discount_id IS NULL OR li.commitment_discount_status = 'Used')
          AND li.instance_type IS NOT NULL AND li.region_id IS NOT NULL
-         ${extra.map((e) => `AND ${e}`).join(" ")}
+         ${extra.map((e) => `AND ${e}`).join(" ")}`;
+  const [coarse] = await queryRows<{ s: string | Date; e: string | Date }>(
+    db,
+    `SELECT li.charge_period_start AS s, li.charge_period_end AS e FROM billing_line_items li
+     WHERE ${where} AND li.charge_period_end - li.charge_period_start > interval '1 day' LIMIT 1`,
+    params,
+  );
+  if (coarse) throw new CoarseUsageError(q.provider, q.from, q.to, { s: new Date(coarse.s), e: new Date(coarse.e) });
+  const rows = await queryRows<any>(
+    db,
+    `WITH u AS (
+       SELECT li.service_name, li.region_id, ${SQLX.instanceFamily} AS fam, li.charge_period_start AS s, li.charge_period_end AS e, ${SQLX.odEq} AS od
+       FROM billing_line_items li
+       WHERE ${where}
      )
      SELECT floor(EXTRACT(EPOCH FROM h) - EXTRACT(EPOCH FROM $2::timestamptz))::bigint / 3600 AS idx, service_name, region_id, fam, SUM(od / n) AS cost
      FROM (SELECT u.*, GREATEST(1, CEIL(EXTRACT(EPOCH FROM (u.e - u.s)) / 3600))::int AS n FROM u) x

@@ -15,6 +15,8 @@ import { and, eq, isNotNull, lte } from "drizzle-orm";
 import type { Tx } from "../db/index.ts";
 import { commitmentPlanTemplates } from "../db/schema/index.ts";
 import { queryRows } from "../billing/sql.ts";
+import { AppError } from "../errors.ts";
+import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
 import { getSegment } from "../segments/service.ts";
 import { dueExecutionDate, utcDate } from "../templates/schedule.ts";
@@ -149,6 +151,22 @@ async function executeRun(s: Services, tx: Tx, run: PendingRun, purchaser: Purch
   return { ...r, monthly_net_savings: shownSavings };
 }
 
+/**
+ * What a failed run records: a plain reason, never a statement or its parameters (a database
+ * error reads as its cause, e.g. "canceling statement due to statement timeout"), and whether it
+ * is final — an error of ours about the request or its data (4xx other than 409/429), which a
+ * retry would meet again.
+ */
+function runFailureOf(e: unknown): { message: string; final: boolean } {
+  if (e instanceof AppError) return { message: e.message, final: e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429 };
+  let cur: unknown = e;
+  // drizzle's "Failed query: <SQL> params: …" wraps the driver's error as its cause.
+  while (cur instanceof Error && /^Failed query:/.test(cur.message) && cur.cause) cur = cur.cause;
+  const text = cur instanceof Error ? cur.message : String(cur);
+  const plain = /^Failed query:/.test(text) ? "a database statement failed" : text.split("\n")[0]!;
+  return { message: cur === e ? plain : `the database failed: ${plain}`, final: false };
+}
+
 /** Works off every pending run this process can lock. */
 export async function processPendingRuns(s: Services, purchaser: Purchaser = purchaserOf(s)): Promise<RunReport[]> {
   const reports: RunReport[] = [];
@@ -175,13 +193,15 @@ export async function processPendingRuns(s: Services, purchaser: Purchaser = pur
       s.log.info("auto-purchase run", { ...report });
     } catch (e) {
       const run = attempted as PendingRun | null;
-      const message = e instanceof Error ? e.message : String(e);
-      s.log.error("auto-purchase run failed", { run_id: run?.id, template_id: run?.template_id, error: message });
+      const { message, final } = runFailureOf(e);
+      s.log.error("auto-purchase run failed", { run_id: run?.id, template_id: run?.template_id, error: errorForLog(e) });
       if (!run) throw e;
+      // A failure the data decides (a refused input, usage too coarse to plan on) fails the run
+      // at once: running it again would fail the same way. Others are retried up to MAX_ATTEMPTS.
       await queryRows(
         s.db,
-        `UPDATE purchase_runs SET attempts = attempts + 1, last_error = $2, status = CASE WHEN attempts + 1 >= $3 THEN 'failed' ELSE 'pending' END WHERE id = $1 AND status = 'pending'`,
-        [run.id, message.slice(0, 1000), MAX_ATTEMPTS],
+        `UPDATE purchase_runs SET attempts = attempts + 1, last_error = $2, status = CASE WHEN $4::boolean OR attempts + 1 >= $3 THEN 'failed' ELSE 'pending' END WHERE id = $1 AND status = 'pending'`,
+        [run.id, message.slice(0, 1000), MAX_ATTEMPTS, final],
       ).catch(() => {});
       reports.push({ run_id: run.id, template_id: run.template_id, execution_date: run.execution_date, outcome: "error", plan_id: null, purchase_id: null, monthly_net_savings: null, error: message });
     }

@@ -11,7 +11,7 @@ import { purchaseItems, purchasingConnections } from "../db/schema/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.ts";
 import type { SecretBox } from "../secrets/secretBox.ts";
 import { openSecretColumns, sealedSecretColumns } from "../secrets/index.ts";
-import { checkConnectionFields, URL_FIELD, type CheckOptions, type FieldSpec } from "../connections/fields.ts";
+import { checkConnectionFields, endpointErrors, URL_FIELD, type CheckOptions, type FieldSpec } from "../connections/fields.ts";
 import type { Provider } from "../providers.ts";
 import type { PurchasingKind } from "./providers/types.ts";
 import type { PurchasingSettings } from "./providers/settings.ts";
@@ -145,7 +145,8 @@ export interface WriteOptions {
 export async function createPurchasingConnection(db: DbOrTx, box: SecretBox, orgId: string, input: PurchasingConnectionInput, { now, allowPrivateEndpoints }: WriteOptions): Promise<PurchasingConnectionView> {
   const name = input.name.trim();
   if (!name) throw new ValidationError("The connection needs a name.", { name: ["must not be blank"] });
-  const { config, secrets } = checkPurchasingSettings(input.kind, input.config ?? {}, input.secrets ?? {}, { allowPrivateEndpoints });
+  const endpoints = await endpointErrors(input.config ?? {}, input.secrets ?? {}, allowPrivateEndpoints);
+  const { config, secrets } = checkPurchasingSettings(input.kind, input.config ?? {}, input.secrets ?? {}, { endpoints });
   const id = crypto.randomUUID();
   const provider = PROVIDER_OF_KIND[input.kind];
   try {
@@ -161,13 +162,15 @@ export async function createPurchasingConnection(db: DbOrTx, box: SecretBox, org
 
 /** Fields given replace the stored ones, null removes one; secrets merge the same way, sealed again. */
 export async function updatePurchasingConnection(db: DbOrTx, box: SecretBox, orgId: string, id: string, patch: PurchasingConnectionPatch, { now, allowPrivateEndpoints }: WriteOptions): Promise<PurchasingConnectionView> {
+  // Hosts are resolved before the row is locked (lib/connections/fields.ts endpointErrors).
+  const endpoints = await endpointErrors(patch.config ?? {}, patch.secrets ?? {}, allowPrivateEndpoints);
   return db.transaction(async (tx) => {
     const [c] = await tx.select().from(purchasingConnections).where(ofOrg(orgId, id)).for("update");
     if (!c) throw notFound();
     const config = { ...(c.config as object), ...(patch.config ?? {}) };
     const { config: checked, secrets } = patch.secrets
-      ? checkPurchasingSettings(c.kind, config, { ...(purchasingSettingsOf(box, c).secrets as Record<string, unknown>), ...patch.secrets }, { allowPrivateEndpoints })
-      : checkPurchasingSettings(c.kind, config, Object.fromEntries(c.secretFields.map((f) => [f, "stored"])), { allowPrivateEndpoints, storedSecrets: true });
+      ? checkPurchasingSettings(c.kind, config, { ...(purchasingSettingsOf(box, c).secrets as Record<string, unknown>), ...patch.secrets }, { endpoints })
+      : checkPurchasingSettings(c.kind, config, Object.fromEntries(c.secretFields.map((f) => [f, "stored"])), { endpoints, storedSecrets: true });
     const name = patch.name?.trim();
     if (patch.name !== undefined && !name) throw new ValidationError("The connection needs a name.", { name: ["must not be blank"] });
     const settingsChanged = !!patch.config || !!patch.secrets;

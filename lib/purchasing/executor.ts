@@ -23,10 +23,11 @@ import { commitments, purchaseItems, purchasingConnections } from "../db/schema/
 import type { Services } from "../services.ts";
 import { boughtCommitment, commitmentName } from "./boughtCommitment.ts";
 import { errorForLog } from "../log.ts";
+import { pgErrorCode } from "../db/errors.ts";
 import { secretBoxOf } from "../secrets/index.ts";
 import { purchasingSettingsOf } from "./connections.ts";
 import { recordEvent } from "./events.ts";
-import { settlePurchase } from "./orders.ts";
+import { lockOrderForItems, settlePurchase } from "./orders.ts";
 import { providerPurchaserFor } from "./providers/index.ts";
 import { PurchaseFailure, refuseAbovePlan, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
 
@@ -148,9 +149,35 @@ async function callProvider(p: ProviderPurchaser, item: ItemRow, recovering: boo
 
 const money = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? null : String(n));
 
+/** Deadlock and serialization failure: the transaction was rolled back whole and may simply run again. */
+const TRANSIENT = new Set(["40P01", "40001"]);
+const RECORD_TRIES = 5;
+
+/**
+ * Records a provider's answer. The bought commitment must be recorded within seconds, not after
+ * a lease: recording takes its locks in one order (the order row, then the item, then the event
+ * and the order's status), so workers recording items of one order at once never deadlock, and a
+ * transaction PostgreSQL still rolls back as a deadlock or serialization failure runs again.
+ */
 async function record(s: Services, item: ItemRow, result: Result): Promise<ItemReport> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await recordOnce(s, item, result);
+    } catch (e) {
+      const code = pgErrorCode(e);
+      if (!code || !TRANSIENT.has(code) || attempt >= RECORD_TRIES) throw e;
+      s.log.warn("purchase item record retried", { item_id: item.id, purchase_id: item.purchaseId, sqlstate: code, attempt });
+    }
+  }
+}
+
+async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<ItemReport> {
   const now = s.now();
   return s.db.transaction(async (tx) => {
+    // The order row first: every writer of an item's outcome takes it before the item (and the
+    // event, whose foreign key share-locks it), then settles the order under the same lock.
+    // NO KEY UPDATE leaves the key-share locks of event inserts elsewhere (a claim's) unblocked.
+    await lockOrderForItems(tx, item.purchaseId);
     const [current] = await tx.select().from(purchaseItems).where(eq(purchaseItems.id, item.id)).for("update");
     // Another worker took the item over after our lease lapsed and has already recorded it.
     if (!current || current.status !== "submitting") return { item_id: item.id, purchase_id: item.purchaseId, status: current?.status ?? "gone" };
@@ -287,6 +314,29 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
     for (const p of purchasers.values()) await Promise.resolve(p.close?.()).catch(() => {});
   }
   return reports;
+}
+
+/** Purchases this process is buying in the background (after an approval), per Services. */
+const background = new WeakMap<Services, Set<Promise<void>>>();
+
+/**
+ * Starts buying a purchase's approved items in this process without waiting for it (the answer
+ * to an approval); any replica's job finishes what this leaves. Failures are logged.
+ */
+export function buyInBackground(s: Services, purchaseId: string): void {
+  const running = background.get(s) ?? new Set<Promise<void>>();
+  background.set(s, running);
+  const work: Promise<void> = processPurchaseItems(s, { purchaseId })
+    .then(() => undefined)
+    .catch((e) => s.log.error("purchase after approval failed", { purchase_id: purchaseId, error: errorForLog(e) }))
+    .finally(() => running.delete(work));
+  running.add(work);
+}
+
+/** Resolves once every purchase this process started buying in the background has finished (shutdown, tests). */
+export async function backgroundPurchasesSettled(s: Services): Promise<void> {
+  const running = background.get(s);
+  while (running?.size) await Promise.all([...running]);
 }
 
 export async function purchaserOfConnection(s: Services, c: ConnectionRow): Promise<ProviderPurchaser> {

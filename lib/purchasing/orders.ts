@@ -12,6 +12,7 @@ import { queryRows } from "../billing/sql.ts";
 import { utcDate } from "../templates/schedule.ts";
 import type { Services } from "../services.ts";
 import { eventView, recordEvent } from "./events.ts";
+import { confirmInLedger } from "./ledger.ts";
 import { centsOrNull } from "../pricing/index.ts";
 import { rate6, sumCents } from "../pricing/display.ts";
 
@@ -178,6 +179,29 @@ export interface Decision {
   note?: string | null;
 }
 
+/**
+ * The answer to a decision on an order that is no longer pending: 409 naming the decision that
+ * was made (approved, rejected or expired), by whom and when, so a second approver knows whose
+ * decision stands.
+ */
+function alreadyDecided(p: PurchaseRow, attempted: "approved" | "rejected"): ConflictError {
+  const decision = p.status === "rejected" ? "rejected" : p.status === "expired" ? "expired" : "approved";
+  const who = p.decidedBy ? ` by ${p.decidedBy}` : decision === "approved" ? " without a person (the template required no approval)" : "";
+  const when = p.decidedAt ? ` at ${p.decidedAt.toISOString()}` : "";
+  return new ConflictError(
+    `This purchase was already ${decision}${who}${when} and is now ${p.status}: only a purchase pending approval can be ${attempted}.`,
+    "purchase_not_pending",
+    {},
+    { status: p.status, decision, decided_by: p.decidedBy, decided_at: iso(p.decidedAt) },
+  );
+}
+
+/**
+ * Approves an order pending approval. The order row is locked for the decision, so of any number
+ * of concurrent approvals and rejections exactly one finds it pending and wins; every other is
+ * refused with `alreadyDecided`. A ledger order (no purchasing connection) is recorded in the
+ * ledger in the same transaction; otherwise its items are `approved` for the state machine.
+ */
 export async function approvePurchase(s: Services, orgId: string, id: string, d: Decision) {
   const now = s.now();
   const outcome = await s.db.transaction(async (tx) => {
@@ -185,28 +209,30 @@ export async function approvePurchase(s: Services, orgId: string, id: string, d:
     if (p.status === "pending_approval" && p.approvalExpiresAt && p.approvalExpiresAt <= now) {
       await closePending(tx, p, "expired", now, null, "The approval window lapsed before the approval arrived; the plan will be regenerated.");
       await regenerateLater(tx, p, now);
-      return "expired" as const;
+      return { won: false as const, expired: true as const };
     }
-    if (p.status !== "pending_approval") return p.status;
+    if (p.status !== "pending_approval") return { won: false as const, refused: p };
     await tx.update(purchases).set({ status: "approved", decidedBy: d.by, decidedAt: now, decisionNote: d.note ?? null, updatedAt: now }).where(eq(purchases.id, id));
     await tx.update(purchaseItems).set({ status: "approved", nextAttemptAt: now, updatedAt: now }).where(and(eq(purchaseItems.purchaseId, id), eq(purchaseItems.status, "pending_approval")));
     await recordEvent(tx, { orgId, purchaseId: id, event: "approved", message: `Approved by ${d.by}.`, at: now, detail: d.note ? { note: d.note } : null });
-    return "approved" as const;
+    if (p.purchaser === "ledger" && !p.connectionId) await confirmInLedger(tx, p, now, { notify: true });
+    return { won: true as const };
   });
-  if (outcome === "expired") throw new ConflictError("This purchase's approval window has lapsed: it was not bought and its plan will be regenerated.", "purchase_expired");
-  if (outcome !== "approved") throw new ConflictError(`This purchase is ${outcome}: only a purchase pending approval can be approved.`, "purchase_not_pending");
+  if ("expired" in outcome) throw new ConflictError("This purchase's approval window has lapsed: it was not bought and its plan will be regenerated.", "purchase_expired");
+  if (!outcome.won) throw alreadyDecided(outcome.refused, "approved");
   return getPurchase(s.db, orgId, id);
 }
 
+/** Rejects an order pending approval: one decision wins, as for `approvePurchase`. */
 export async function rejectPurchase(s: Services, orgId: string, id: string, d: Decision) {
   const now = s.now();
-  const status = await s.db.transaction(async (tx) => {
+  const refused = await s.db.transaction(async (tx) => {
     const p = await lockPurchase(tx, orgId, id);
-    if (p.status !== "pending_approval") return p.status;
+    if (p.status !== "pending_approval") return p;
     await closePending(tx, p, "rejected", now, d.by, `Rejected by ${d.by}.`, d.note ?? null);
-    return "rejected" as const;
+    return null;
   });
-  if (status !== "rejected") throw new ConflictError(`This purchase is ${status}: only a purchase pending approval can be rejected.`, "purchase_not_pending");
+  if (refused) throw alreadyDecided(refused, "rejected");
   return getPurchase(s.db, orgId, id);
 }
 
@@ -254,9 +280,20 @@ export async function purchaseInFlight(db: DbOrTx, templateId: string): Promise<
   return rows.length > 0;
 }
 
+/**
+ * Locks an order while an item's outcome is written (FOR NO KEY UPDATE: the order's key never
+ * changes, and inserts of its events, which key-share lock it, are not held up). Every such
+ * writer takes it before the item, so recorders of one order's items queue here instead of
+ * deadlocking.
+ */
+export async function lockOrderForItems(tx: Tx, purchaseId: string): Promise<PurchaseRow | undefined> {
+  const [p] = await tx.select().from(purchases).where(eq(purchases.id, purchaseId)).for("no key update");
+  return p;
+}
+
 /** The order's status once none of its items is open any more; recorded with the outcome event. */
 export async function settlePurchase(tx: Tx, purchaseId: string, now: Date): Promise<void> {
-  const [p] = await tx.select().from(purchases).where(eq(purchases.id, purchaseId)).for("update");
+  const p = await lockOrderForItems(tx, purchaseId);
   if (!p || p.status !== "approved") return;
   const counts = await queryRows<{ status: string; n: number }>(tx, `SELECT status, count(*)::int AS n FROM purchase_items WHERE purchase_id = $1 GROUP BY status`, [purchaseId]);
   const by = Object.fromEntries(counts.map((c) => [c.status, Number(c.n)]));

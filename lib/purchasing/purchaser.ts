@@ -5,17 +5,18 @@
  *   purchase item per plan item are recorded (`pending_approval` or `approved`); the provider is
  *   called afterwards, item by item, by the purchase executor (lib/purchasing/executor.ts);
  * - without one, the ledger "buys" it at once: the order is confirmed and its commitments are
- *   added to the inventory (demos, and orgs that buy by hand from the plans). A disabled
+ *   added to the inventory (demos, and orgs that buy by hand from the plans); a template with
+ *   `require_approval: true` makes it wait for approval first, as with a connection. A disabled
  *   connection still takes its orders (they fail when bought), so the ledger never records a
  *   commitment that exists nowhere.
  * A test may set `s.extras.purchaser` to place orders its own way.
  */
 import type { Tx } from "../db/index.ts";
-import { commitments, purchaseItems, purchases } from "../db/schema/index.ts";
+import { purchaseItems, purchases } from "../db/schema/index.ts";
 import type { Services } from "../services.ts";
 import type { SizedOption } from "../planning/optimize.ts";
 import type { Provider } from "../templates/enums.ts";
-import { boughtCommitment } from "./boughtCommitment.ts";
+import { confirmInLedger } from "./ledger.ts";
 import { purchasingConnectionFor } from "./connections.ts";
 import { recordEvent } from "./events.ts";
 import { supersedePendingApprovals } from "./orders.ts";
@@ -91,34 +92,50 @@ function itemRow(o: PurchaseOrder, purchaseId: string, i: SizedOption, n: number
   };
 }
 
+/** Whether the order waits for a person: `required` by the template, unless its upfront is within `auto_approve_max_upfront`. */
+function approvalOf(o: PurchaseOrder, required: boolean) {
+  const autoApproved = required && o.autoApproveMaxUpfront != null && o.totalUpfront <= o.autoApproveMaxUpfront;
+  const waits = required && !autoApproved;
+  const expiresAt = new Date(o.now.getTime() + (o.approvalTtlDays ?? 7) * DAY_MS);
+  return {
+    waits,
+    autoApproved,
+    columns: {
+      status: waits ? ("pending_approval" as const) : ("approved" as const),
+      requiresApproval: required,
+      approvalExpiresAt: waits ? expiresAt : null,
+      decidedBy: autoApproved ? "auto" : null,
+      decidedAt: autoApproved || !required ? o.now : null,
+      decisionNote: autoApproved ? `upfront ${o.totalUpfront.toFixed(2)} within auto_approve_max_upfront ${o.autoApproveMaxUpfront!.toFixed(2)}` : null,
+    },
+    waitingEvent: { event: "pending_approval", message: `Waiting for approval until ${expiresAt.toISOString()}.`, notify: true },
+  };
+}
+
+/**
+ * Without a purchasing connection the ledger records the order as bought at once. A template
+ * that asks for approval (`require_approval: true`) keeps its promise here too: the order waits
+ * for a person like any other, and is recorded in the ledger when approved (lib/purchasing/orders.ts).
+ */
 export const ledgerPurchaser: Purchaser = {
   name: "ledger",
   async purchase(tx, o) {
+    if (o.templateId) await supersedePendingApprovals(tx, o.orgId, o.templateId, o.now);
+    const a = approvalOf(o, o.requireApproval === true);
     const [p] = await tx
       .insert(purchases)
-      .values({ ...orderRow(o), purchaser: "ledger", status: "confirmed" })
+      .values({ ...orderRow(o), purchaser: "ledger", ...a.columns })
       .returning({ id: purchases.id });
     const purchaseId = p!.id;
-    for (const [n, i] of o.items.entries()) {
-      const item = itemRow(o, purchaseId, i, n);
-      const providerCommitmentId = `commitops-purchase:${purchaseId}:${n + 1}`;
-      const row = boughtCommitment(item, { providerCommitmentId, startsAt: o.now, endsAt: null, upfront: i.upfrontCost, hourly: plannedHourly(i), providerState: null, at: o.now });
-      const [c] = await tx.insert(commitments).values(row).returning({ id: commitments.id });
-      await tx.insert(purchaseItems).values({
-        ...item,
-        status: "confirmed",
-        providerPurchaseId: providerCommitmentId,
-        providerState: "ledger",
-        actualUpfront: String(i.upfrontCost),
-        actualHourly: String(plannedHourly(i)),
-        currency: "USD",
-        startsAt: o.now,
-        endsAt: row.endsAt,
-        commitmentId: c!.id,
-        finishedAt: o.now,
-      });
+    await tx.insert(purchaseItems).values(o.items.map((i, n) => ({ ...itemRow(o, purchaseId, i, n), status: a.columns.status, nextAttemptAt: o.now })));
+    if (a.waits) {
+      const what = `${o.items.length} item(s), upfront ${o.totalUpfront.toFixed(2)} USD, monthly net savings ${o.monthlyNetSavings.toFixed(2)} USD`;
+      await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "created", message: `Order placed in the ledger (no purchasing connection for ${o.provider}): ${what}; recorded in the inventory once approved.`, at: o.now });
+      await recordEvent(tx, { orgId: o.orgId, purchaseId, ...a.waitingEvent, at: o.now });
+      return { purchaseId };
     }
-    await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "confirmed", message: `Recorded in the ledger (no purchasing connection for ${o.provider}): ${o.items.length} commitment(s) added to the inventory.`, at: o.now });
+    if (a.autoApproved) await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "approved", message: "Approved automatically: the upfront is within auto_approve_max_upfront.", at: o.now });
+    await confirmInLedger(tx, { id: purchaseId, orgId: o.orgId, provider: o.provider }, o.now);
     return { purchaseId };
   },
 };
@@ -137,32 +154,17 @@ export const connectionPurchaser: Purchaser = {
     // ledger would show commitments in the inventory that nobody bought at the provider.
     if (!connection) return ledgerPurchaser.purchase(tx, o);
     if (o.templateId) await supersedePendingApprovals(tx, o.orgId, o.templateId, o.now);
-    const required = o.requireApproval ?? !connection.dryRun;
-    const autoApproved = required && o.autoApproveMaxUpfront != null && o.totalUpfront <= o.autoApproveMaxUpfront;
-    const waits = required && !autoApproved;
+    const a = approvalOf(o, o.requireApproval ?? !connection.dryRun);
     const [p] = await tx
       .insert(purchases)
-      .values({
-        ...orderRow(o),
-        purchaser: connection.kind,
-        connectionId: connection.id,
-        dryRun: connection.dryRun,
-        status: waits ? "pending_approval" : "approved",
-        requiresApproval: required,
-        approvalExpiresAt: waits ? new Date(o.now.getTime() + (o.approvalTtlDays ?? 7) * DAY_MS) : null,
-        decidedBy: autoApproved ? "auto" : null,
-        decidedAt: autoApproved || !required ? o.now : null,
-        decisionNote: autoApproved ? `upfront ${o.totalUpfront.toFixed(2)} within auto_approve_max_upfront ${o.autoApproveMaxUpfront!.toFixed(2)}` : null,
-      })
+      .values({ ...orderRow(o), purchaser: connection.kind, connectionId: connection.id, dryRun: connection.dryRun, ...a.columns })
       .returning({ id: purchases.id });
     const purchaseId = p!.id;
-    await tx.insert(purchaseItems).values(
-      o.items.map((i, n) => ({ ...itemRow(o, purchaseId, i, n), connectionId: connection.id, dryRun: connection.dryRun, status: waits ? ("pending_approval" as const) : ("approved" as const), nextAttemptAt: o.now })),
-    );
+    await tx.insert(purchaseItems).values(o.items.map((i, n) => ({ ...itemRow(o, purchaseId, i, n), connectionId: connection.id, dryRun: connection.dryRun, status: a.columns.status, nextAttemptAt: o.now })));
     const what = `${o.items.length} item(s), upfront ${o.totalUpfront.toFixed(2)} USD, monthly net savings ${o.monthlyNetSavings.toFixed(2)} USD${connection.dryRun ? " (dry run: nothing will be bought)" : ""}`;
     await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "created", message: `Order placed through purchasing connection "${connection.name}": ${what}.`, at: o.now });
-    if (waits) await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "pending_approval", message: `Waiting for approval until ${new Date(o.now.getTime() + (o.approvalTtlDays ?? 7) * DAY_MS).toISOString()}.`, at: o.now, notify: true });
-    else await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "approved", message: autoApproved ? "Approved automatically: the upfront is within auto_approve_max_upfront." : "No approval required by the template.", at: o.now });
+    if (a.waits) await recordEvent(tx, { orgId: o.orgId, purchaseId, ...a.waitingEvent, at: o.now });
+    else await recordEvent(tx, { orgId: o.orgId, purchaseId, event: "approved", message: a.autoApproved ? "Approved automatically: the upfront is within auto_approve_max_upfront." : "No approval required by the template.", at: o.now });
     return { purchaseId };
   },
 };

@@ -46,9 +46,15 @@ export interface ReportDefinition {
   money: string[];
   /** How the money columns are rounded to cents (absent: the row query rounds them itself). */
   rounding?: MoneyRounding;
+  /**
+   * A column of `exactSql` (not an output field) naming the invoice — the billing account — of
+   * the exact amounts: the rows are computed per invoice, rounded within their invoice and the
+   * cents of a row's invoices summed (`shownSql`). Money reports all have it (`INVOICE`).
+   */
+  invoice?: string;
   /** A total order of the rows. */
   orderBy: string[];
-  /** SELECT producing exactly the output columns with exact (unrounded) amounts (no ORDER BY). */
+  /** SELECT producing exactly the output columns (and the `invoice` column) with exact (unrounded) amounts (no ORDER BY). */
   exactSql: string;
   /** SELECT producing exactly the output columns as shown: money in cents, totals from the rounded parts (no ORDER BY). */
   sql: string;
@@ -58,23 +64,36 @@ export interface ReportDefinition {
 export interface Term {
   column: string;
   sign: 1 | -1;
+  /**
+   * The column's invoice total is its own exact sum rounded (half away from zero), whatever the
+   * other columns of its group: a measure other reports show too (the bill's commitment cost is
+   * the commitment reports' commitment_used + unused), so every report has the same figure.
+   */
+  own?: boolean;
 }
 
 /**
  * Money rounding of a report (DESIGN §12: totals in a row are derived from the rounded parts it
- * shows). Within each partition of the month (`partitionOf`: the invoice as far as the report's
- * rows tell it — (provider, billing_currency, billing_account_id) when the report has a
- * billing_account_id column, else (provider, billing_currency)):
- * - each group's columns are rounded together so that Σ sign × column over the month is the
- *   exact sum rounded to the cent (the invoice total; largest remainder among the columns), and
- *   each column's month total is the floor or ceiling of its exact sum;
- * - each column is then spread over the rows by largest remainder: every cell is the floor or
- *   ceiling of its exact amount, and the cells add up to the column's month total;
+ * shows). Within each partition of the month (`partitionOf`: the invoice — provider,
+ * billing_currency and the billing account of the amounts, `ReportDefinition.invoice`):
+ * - the invoice totals: each group's columns are rounded together so that Σ sign × column over
+ *   the invoice is the exact sum rounded to the cent; an `own` column's total is its own exact
+ *   sum rounded, the others share the rest by largest remainder (each the floor or ceiling of its
+ *   exact sum). These totals depend on nothing but the invoice's exact sums: every report showing
+ *   a measure has the same invoice total of it;
+ * - each column's invoice total is then spread over the invoice's cells by largest remainder:
+ *   every cell is the floor or ceiling of its exact amount, and the cells add up to the total;
+ *   a row spanning several invoices is the sum of its cells' cents;
  * - `derived` columns are sums of the rounded cells of their row.
  */
 export interface MoneyRounding {
   groups: Term[][];
   derived: { column: string; terms: Term[] }[];
+  /**
+   * The derived columns of snapshots frozen before rows were stored as shown (their totals are
+   * re-derived when read, from the parts they were frozen with); `derived` when absent.
+   */
+  legacyDerived?: { column: string; terms: Term[] }[];
 }
 
 const P = {
@@ -133,17 +152,19 @@ const ACCOUNTS = `acct AS (
 /**
  * Commitment cost allocation over a dimension (`dims` = summary key columns at `grain`,
  * `period` = the extra key shares are computed within, e.g. the day): Unused cost of each
- * commitment is spread over the keys pro rata to their Used EffectiveCost.
+ * commitment is spread over the keys pro rata to their Used EffectiveCost, within the invoice
+ * (billing account) that bills it: an invoice's allocated cost is its own Used + Unused cost,
+ * whatever the grain, so every commitment report has the same invoice totals.
  */
 function allocation(grain: "account" | "service" | "day_account", dims: string[], period: { expr: string; name: string } | null): string {
   const keys = [...(period ? [`${period.expr} AS ${period.name}`] : []), ...dims.map((d) => `s.${d}`)];
   const allKeys = [...(period ? [period.name] : []), ...dims];
-  const shareKeys = ["provider", "currency", "cid", ...(period ? [period.name] : [])];
+  const shareKeys = ["provider", "currency", "billing_account_id", "cid", ...(period ? [period.name] : [])];
   return `cu AS (
-    SELECT s.provider, s.currency, s.commitment_id AS cid, ${keys.join(", ")},
+    SELECT s.provider, s.currency, s.billing_account_id, s.commitment_id AS cid, ${keys.join(", ")},
       SUM(s.used_cost) AS used, SUM(s.unused_cost) AS unused, SUM(s.covered_ondemand_cost) AS covered, SUM(s.savings) AS savings
     FROM ${summaryOf("commitment_usage_summaries", grain)}
-    GROUP BY s.provider, s.currency, s.commitment_id, ${allKeys.map((_, i) => i + 4).join(", ")}
+    GROUP BY s.provider, s.currency, s.billing_account_id, s.commitment_id, ${allKeys.map((_, i) => i + 5).join(", ")}
   ),
   ct AS (SELECT ${shareKeys.join(", ")}, SUM(used) AS used_t, SUM(unused) AS unused_t FROM cu GROUP BY ${shareKeys.join(", ")}),
   alloc AS (
@@ -153,6 +174,7 @@ function allocation(grain: "account" | "service" | "day_account", dims: string[]
 }
 
 const plus = (column: string): Term => ({ column, sign: 1 });
+const own = (column: string): Term => ({ column, sign: 1, own: true });
 const minus = (column: string): Term => ({ column, sign: -1 });
 
 /** Bill columns from summary rows `s`. */
@@ -167,19 +189,29 @@ const BILL_FIELDS = [F.ondemand, F.billCommitment, F.other, F.total, F.billed];
 const BILL_MONEY = ["ondemand_cost", "commitment_cost", "other_cost", "total_cost", "billed_cost"];
 /**
  * On-demand, commitment and other charges partition the rows (ChargeCategory and commitment
- * id), so total_cost = Σ EffectiveCost is their sum; each partition's month total (partitionOf) is exact to the cent.
+ * id), so total_cost = Σ EffectiveCost is their sum; each invoice's total is exact to the cent,
+ * and so is its commitment cost (the commitment reports' commitment_cost: the same figure).
  */
 const BILL_ROUNDING: MoneyRounding = {
-  groups: [[plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")], [plus("billed_cost")]],
+  groups: [[plus("ondemand_cost"), own("commitment_cost"), plus("other_cost")], [plus("billed_cost")]],
   derived: [{ column: "total_cost", terms: [plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")] }],
 };
 const COMMIT_OUT = `${X("SUM(a.used)")} AS commitment_used_cost, ${X("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost, ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.covered)")} AS covered_ondemand_cost, ${X("SUM(a.savings)")} AS savings`;
 const COMMIT_FIELDS = [F.used, F.unusedAlloc, F.commitmentCost, F.covered, F.savings];
 const COMMIT_MONEY = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "savings"];
-/** commitment_cost = used + unused allocated (the commitments' cost, exact to the cent per month); savings = covered on-demand − used (both over the Used rows). */
+/**
+ * commitment_cost = used + unused allocated (the commitments' cost, exact to the cent per
+ * invoice); savings exact to the cent per invoice, as in commitment_cost_daily; covered on-demand
+ * = used + savings (savings = covered − used, both over the Used rows), a total of its row.
+ */
 const COMMIT_ROUNDING: MoneyRounding = {
-  groups: [[plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")], [plus("covered_ondemand_cost")]],
+  groups: [[plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")], [plus("savings")]],
   derived: [
+    { column: "commitment_cost", terms: [plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")] },
+    { column: "covered_ondemand_cost", terms: [plus("commitment_used_cost"), plus("savings")] },
+  ],
+  // Frozen before: covered was rounded on its own and savings derived from it.
+  legacyDerived: [
     { column: "commitment_cost", terms: [plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")] },
     { column: "savings", terms: [plus("covered_ondemand_cost"), minus("commitment_used_cost")] },
   ],
@@ -193,30 +225,30 @@ const COMMIT_ROUNDING: MoneyRounding = {
  */
 const PREMIUMS = `ins AS (SELECT c.provider, c.provider_commitment_id AS cid, COALESCE(c.fee_rate, 0) AS fee_rate, c.lock_in_ends_at FROM commitments c WHERE c.org_id = $1::uuid AND c.insured),
   rb AS (
-    SELECT li.provider, li.billing_currency AS currency, li.commitment_discount_id AS cid, ${ACCT} AS account_id, SUM(li.effective_cost) AS rebate_base
+    SELECT li.provider, li.billing_currency AS currency, li.billing_account_id, li.commitment_discount_id AS cid, ${ACCT} AS account_id, SUM(li.effective_cost) AS rebate_base
     FROM billing_line_items li JOIN ins ON ins.provider = li.provider AND ins.cid = li.commitment_discount_id
     WHERE li.org_id = $1::uuid AND li.billing_period = $2::date AND ($3::text IS NULL OR li.provider = $3::text)
       AND li.commitment_discount_status = 'Unused' AND li.charge_category = 'Usage' AND ins.lock_in_ends_at IS NOT NULL AND li.charge_period_start >= ins.lock_in_ends_at
-    GROUP BY 1, 2, 3, 4
+    GROUP BY 1, 2, 3, 4, 5
   ),
   pa AS (
-    SELECT s.provider, s.currency, s.commitment_id AS cid, s.account_id,
+    SELECT s.provider, s.currency, s.billing_account_id, s.commitment_id AS cid, s.account_id,
       SUM(s.savings) AS savings, SUM(s.covered_ondemand_cost) AS covered, SUM(s.used_cost + s.unused_cost) AS cost,
       COALESCE(max(rb.rebate_base), 0) AS rebate_base, max(ins.fee_rate) AS fee_rate
     FROM ${summaryOf("commitment_usage_summaries", "account")
       .replace(" WHERE ", ` JOIN ins ON ins.provider = s.provider AND ins.cid = s.commitment_id
-      LEFT JOIN rb ON rb.provider = s.provider AND rb.currency = s.currency AND rb.cid = s.commitment_id AND rb.account_id = s.account_id WHERE `)}
-    GROUP BY 1, 2, 3, 4
+      LEFT JOIN rb ON rb.provider = s.provider AND rb.currency = s.currency AND rb.billing_account_id = s.billing_account_id AND rb.cid = s.commitment_id AND rb.account_id = s.account_id WHERE `)}
+    GROUP BY 1, 2, 3, 4, 5
   ),
   pc AS (SELECT provider, currency, cid, SUM(savings) AS s_t, SUM(covered) - SUM(cost) AS gross_t, SUM(rebate_base) AS rebate_t, SUM(cost) AS cost_t, max(fee_rate) AS fee_rate FROM pa GROUP BY 1, 2, 3),
   pshare AS (
-    SELECT pa.provider, pa.currency, pa.account_id, pc.gross_t, pc.rebate_t, pc.fee_rate * GREATEST(pc.gross_t, 0) AS premium_t,
+    SELECT pa.provider, pa.currency, pa.billing_account_id, pa.account_id, pc.gross_t, pc.rebate_t, pc.fee_rate * GREATEST(pc.gross_t, 0) AS premium_t,
       CASE WHEN pc.s_t > 0 THEN pa.savings / pc.s_t WHEN pc.cost_t <> 0 THEN pa.cost / pc.cost_t ELSE 0 END AS share
     FROM pa JOIN pc USING (provider, currency, cid)
   ),
   pacct AS (
-    SELECT provider, currency, account_id, SUM(premium_t * share) AS premiums, SUM(rebate_t * share) AS rebates, SUM(gross_t * share) AS gross
-    FROM pshare GROUP BY 1, 2, 3
+    SELECT provider, currency, billing_account_id, account_id, SUM(premium_t * share) AS premiums, SUM(rebate_t * share) AS rebates, SUM(gross_t * share) AS gross
+    FROM pshare GROUP BY 1, 2, 3, 4
   )`;
 const PREMIUM_OUT = `${X("SUM(p.premiums)")} AS premiums, ${X("SUM(p.rebates)")} AS rebates, ${X("SUM(p.gross)")} AS gross_savings, ${X("SUM(p.gross - p.premiums + p.rebates)")} AS net_savings`;
 const PREMIUM_FIELDS = [F.premiums, F.rebates, F.gross, F.net];
@@ -227,6 +259,8 @@ const PREMIUM_ROUNDING: MoneyRounding = {
 };
 
 const MONTH = `to_char($2::date, 'YYYY-MM')`;
+/** The hidden column of every money report's exact rows: the invoice (billing account) of the amounts (`ReportDefinition.invoice`). */
+const INVOICE = "_invoice";
 /** The summaries' `day` is the UTC date of the charge period start. */
 const DAY_OF_SUMMARY = `to_char(s.day, 'YYYY-MM-DD')`;
 
@@ -242,10 +276,11 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.account, F.accountName, ...PREMIUM_FIELDS],
     money: PREMIUM_MONEY,
     rounding: PREMIUM_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "account_id"],
     exactSql: `WITH ${ACCOUNTS}, ${PREMIUMS}
-      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, p.account_id, max(acct.account_name) AS account_name, ${PREMIUM_OUT}
-      FROM pacct p LEFT JOIN acct USING (provider, account_id) GROUP BY p.provider, p.currency, p.account_id`,
+      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, p.account_id, max(acct.account_name) AS account_name, ${PREMIUM_OUT}, p.billing_account_id AS ${INVOICE}
+      FROM pacct p LEFT JOIN acct USING (provider, account_id) GROUP BY p.provider, p.currency, p.account_id, p.billing_account_id`,
   },
   {
     report_type: "premiums_and_rebates_by_child_org",
@@ -265,13 +300,14 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     ],
     money: PREMIUM_MONEY,
     rounding: PREMIUM_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "child_org_id"],
     exactSql: `WITH ${PREMIUMS}
-      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, ca.child_org_id::text AS child_org_id, max(o.name) AS child_org_name, ${PREMIUM_OUT}
+      SELECT ${MONTH} AS month, p.provider, p.currency AS billing_currency, ca.child_org_id::text AS child_org_id, max(o.name) AS child_org_name, ${PREMIUM_OUT}, p.billing_account_id AS ${INVOICE}
       FROM pacct p
       LEFT JOIN cloud_accounts ca ON ca.org_id = $1::uuid AND ca.provider = p.provider AND ca.account_id = p.account_id
       LEFT JOIN organizations o ON o.id = ca.child_org_id AND o.parent_id = $1::uuid
-      GROUP BY p.provider, p.currency, ca.child_org_id`,
+      GROUP BY p.provider, p.currency, ca.child_org_id, p.billing_account_id`,
   },
   {
     report_type: "commitment_cost_by_account",
@@ -284,10 +320,11 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
     rounding: COMMIT_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "account_id"],
     exactSql: `WITH ${ACCOUNTS}, ${allocation("account", ["account_id"], null)}
-      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, a.account_id, max(acct.account_name) AS account_name, ${COMMIT_OUT}
-      FROM alloc a LEFT JOIN acct USING (provider, account_id) GROUP BY a.provider, a.currency, a.account_id`,
+      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, a.account_id, max(acct.account_name) AS account_name, ${COMMIT_OUT}, a.billing_account_id AS ${INVOICE}
+      FROM alloc a LEFT JOIN acct ON acct.provider = a.provider AND acct.account_id = a.account_id GROUP BY a.provider, a.currency, a.account_id, a.billing_account_id`,
   },
   {
     report_type: "commitment_cost_by_service",
@@ -300,10 +337,11 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.service, ...COMMIT_FIELDS],
     money: COMMIT_MONEY,
     rounding: COMMIT_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "service_name"],
     exactSql: `WITH ${allocation("service", ["service_name"], null)}
-      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, a.service_name, ${COMMIT_OUT}
-      FROM alloc a GROUP BY a.provider, a.currency, a.service_name`,
+      SELECT ${MONTH} AS month, a.provider, a.currency AS billing_currency, a.service_name, ${COMMIT_OUT}, a.billing_account_id AS ${INVOICE}
+      FROM alloc a GROUP BY a.provider, a.currency, a.service_name, a.billing_account_id`,
   },
   {
     report_type: "commitment_cost_daily",
@@ -315,15 +353,17 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     params: [P.provider, P.account],
     output_fields: [F.date, F.provider, F.currency, F.account, F.used, F.unusedAlloc, F.commitmentCost, F.savings],
     money: ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "savings"],
+    // As COMMIT_ROUNDING (the same invoice totals), without covered on-demand cost.
     rounding: {
       groups: [[plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")], [plus("savings")]],
       derived: [{ column: "commitment_cost", terms: [plus("commitment_used_cost"), plus("commitment_unused_allocated_cost")] }],
     },
+    invoice: INVOICE,
     orderBy: ["date", "provider", "billing_currency", "account_id"],
     exactSql: `WITH ${allocation("day_account", ["account_id"], { expr: DAY_OF_SUMMARY, name: "date" })}
       SELECT a.date, a.provider, a.currency AS billing_currency, a.account_id, ${X("SUM(a.used)")} AS commitment_used_cost, ${X("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost,
-        ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.savings)")} AS savings
-      FROM alloc a GROUP BY a.date, a.provider, a.currency, a.account_id`,
+        ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.savings)")} AS savings, a.billing_account_id AS ${INVOICE}
+      FROM alloc a GROUP BY a.date, a.provider, a.currency, a.account_id, a.billing_account_id`,
   },
   {
     report_type: "cloud_bill_by_account",
@@ -336,11 +376,12 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.billingAccount, F.account, F.accountName, ...BILL_FIELDS],
     money: BILL_MONEY,
     rounding: BILL_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "account_id"],
     exactSql: `WITH ${ACCOUNTS}
-      SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, s.account_id, max(acct.account_name) AS account_name, ${BILL_SUMMED}
+      SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, max(acct.billing_account_id) AS billing_account_id, s.account_id, max(acct.account_name) AS account_name, ${BILL_SUMMED}, s.billing_account_id AS ${INVOICE}
       FROM ${COST_BY("account").replace(" WHERE ", " LEFT JOIN acct ON acct.provider = s.provider AND acct.account_id = s.account_id WHERE ")}
-      GROUP BY s.provider, s.currency, s.account_id`,
+      GROUP BY s.provider, s.currency, s.account_id, s.billing_account_id`,
   },
   {
     report_type: "cloud_bill_by_service",
@@ -353,9 +394,10 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.serviceCategory, F.service, ...BILL_FIELDS],
     money: BILL_MONEY,
     rounding: BILL_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "service_category", "service_name"],
-    exactSql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.service_category, s.service_name, ${BILL_SUMMED}
-      FROM ${COST_BY("service")} GROUP BY s.provider, s.currency, s.service_category, s.service_name`,
+    exactSql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.service_category, s.service_name, ${BILL_SUMMED}, s.billing_account_id AS ${INVOICE}
+      FROM ${COST_BY("service")} GROUP BY s.provider, s.currency, s.service_category, s.service_name, s.billing_account_id`,
   },
   {
     report_type: "cloud_bill_daily",
@@ -368,9 +410,10 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.date, F.provider, F.currency, ...BILL_FIELDS],
     money: BILL_MONEY,
     rounding: BILL_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["date", "provider", "billing_currency"],
-    exactSql: `SELECT ${DAY_OF_SUMMARY} AS date, s.provider, s.currency AS billing_currency, ${BILL_SUMMED}
-      FROM ${COST_BY("day")} GROUP BY 1, 2, 3`,
+    exactSql: `SELECT ${DAY_OF_SUMMARY} AS date, s.provider, s.currency AS billing_currency, ${BILL_SUMMED}, s.billing_account_id AS ${INVOICE}
+      FROM ${COST_BY("day")} GROUP BY 1, 2, 3, s.billing_account_id`,
   },
   {
     report_type: "cloud_bill_by_resource",
@@ -383,10 +426,11 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     output_fields: [F.month, F.provider, F.currency, F.account, { name: "resource_id", type: "string", description: "FOCUS ResourceId (null for charges without a resource)." }, F.service, ...BILL_FIELDS],
     money: BILL_MONEY,
     rounding: BILL_ROUNDING,
+    invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "account_id", "resource_id", "service_name"],
     exactSql: `WITH ${LI}
-      SELECT ${MONTH} AS month, li.provider, li.billing_currency, ${ACCT} AS account_id, li.resource_id, li.service_name, ${BILL_SUMS}
-      FROM li GROUP BY li.provider, li.billing_currency, ${ACCT}, li.resource_id, li.service_name`,
+      SELECT ${MONTH} AS month, li.provider, li.billing_currency, ${ACCT} AS account_id, li.resource_id, li.service_name, ${BILL_SUMS}, li.billing_account_id AS ${INVOICE}
+      FROM li GROUP BY li.provider, li.billing_currency, ${ACCT}, li.resource_id, li.service_name, li.billing_account_id`,
   },
   {
     report_type: "commitment_inventory",
@@ -424,13 +468,16 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
 ];
 
 /**
- * The columns whose values make one rounding partition of a report's month: the invoice as the
- * rows know it. Several billing (payer) accounts of one provider are several invoices, so a
- * report showing billing_account_id reconciles per billing account (a `billing_account_id`
- * filter then adds up to that invoice); a report without the column can only reconcile per
- * (provider, billing_currency).
+ * The columns whose values make one rounding partition of a report's month: the invoice.
+ * Several billing (payer) accounts of one provider are several invoices, each with its own
+ * rounded totals: a report with an `invoice` column (every money report) rounds per (provider,
+ * billing_currency, invoice), whether or not it shows the billing account, so all reports have
+ * the same invoice totals and the same provider-month totals. Without one (a query's own rows,
+ * e.g. lib/billing/costQuery.ts comparePeriods), the billing_account_id column when there is
+ * one, else (provider, billing_currency).
  */
-export function partitionOf(def: Pick<ReportDefinition, "output_fields">): string[] {
+export function partitionOf(def: Pick<ReportDefinition, "output_fields" | "invoice">): string[] {
+  if (def.invoice) return ["provider", "billing_currency", def.invoice];
   return ["provider", "billing_currency", ...(def.output_fields.some((f) => f.name === "billing_account_id") ? ["billing_account_id"] : [])];
 }
 
@@ -438,6 +485,8 @@ export function partitionOf(def: Pick<ReportDefinition, "output_fields">): strin
  * The shown rows of a report (MoneyRounding): its exact rows, with each money column in whole
  * cents, computed over the whole month: a filter on the outer query never changes the cents of
  * the rows it keeps, and the frozen snapshot (one provider at a time) holds the live cents.
+ * With an `invoice` column the exact rows are per invoice: each is rounded within its invoice,
+ * then the rows are summed over their invoices (grouped by every shown column but the money).
  *
  * Largest remainder without sorting the month: every cell first rounds half up; the few cents
  * the column's month target still differs by go to (or come back from) the cells nearest to the
@@ -445,7 +494,7 @@ export function partitionOf(def: Pick<ReportDefinition, "output_fields">): strin
  * its own there, e.g. an account without a known billing account). Ties go by the report's row
  * order, so the same data always gives the same cents (JSON, CSV, COPY, snapshot).
  */
-export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields" | "orderBy" | "rounding">): string {
+export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields" | "orderBy" | "rounding" | "invoice">): string {
   const rounding = def.rounding;
   if (!rounding) return def.exactSql;
   const cols = rounding.groups.flat().map((t) => t.column);
@@ -456,6 +505,8 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
   const behind = keys.map((k) => `, x.${k} DESC NULLS LAST`).join("");
   // Each group's month total (cents) is its exact total rounded; its columns share it by largest
   // remainder (ties: in column order), so each column's total is the floor or ceiling of its own.
+  // An `own` column's total is its exact total rounded; the others share the rest of the group's
+  // total (free columns first in rk, so only they get the k extra cents; k never exceeds them).
   const targets = rounding.groups.map((g, gi) =>
     g.length === 1 ? `ROUND(s._s_${g[0]!.column}) AS _t_${g[0]!.column}` : g.map((t, i) => `g${gi}.t[${i + 1}] AS _t_${t.column}`).join(", "),
   );
@@ -463,10 +514,11 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
     g.length === 1
       ? ""
       : ` CROSS JOIN LATERAL (
-      SELECT array_agg(v.sgn * (v.f + CASE WHEN v.rk <= v.k THEN 1 ELSE 0 END) ORDER BY v.i) AS t
+      SELECT array_agg(v.sgn * CASE WHEN v.own THEN ROUND(v.y) ELSE v.f + CASE WHEN v.rk <= v.k THEN 1 ELSE 0 END END ORDER BY v.i) AS t
       FROM (
-        SELECT u.i, u.sgn, floor(u.y) AS f, row_number() OVER (ORDER BY u.y - floor(u.y) DESC, u.i) AS rk, ROUND(SUM(u.y) OVER ()) - SUM(floor(u.y)) OVER () AS k
-        FROM unnest(ARRAY[${g.map((t) => `${t.sign} * s._s_${t.column}`).join(", ")}]::numeric[], ARRAY[${g.map((t) => t.sign).join(", ")}]::int[]) WITH ORDINALITY AS u(y, sgn, i)
+        SELECT u.i, u.sgn, u.own, u.y, floor(u.y) AS f, row_number() OVER (ORDER BY u.own, u.y - floor(u.y) DESC, u.i) AS rk,
+          ROUND(SUM(u.y) OVER ()) - SUM(CASE WHEN u.own THEN ROUND(u.y) ELSE floor(u.y) END) OVER () AS k
+        FROM unnest(ARRAY[${g.map((t) => `${t.sign} * s._s_${t.column}`).join(", ")}]::numeric[], ARRAY[${g.map((t) => t.sign).join(", ")}]::int[], ARRAY[${g.map((t) => (t.own ? "true" : "false")).join(", ")}]::boolean[]) WITH ORDINALITY AS u(y, sgn, own, i)
       ) v
     ) g${gi}`,
   );
@@ -489,6 +541,11 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
     const terms = derived.get(f.name);
     return terms ? `ROUND((${cents(terms)}) / 100.0, 2) AS ${f.name}` : `y.${f.name}`;
   });
+  // A row's invoices summed: its cents are the sums of its cells' cents.
+  const shownKeys = def.output_fields.filter((f) => !cols.includes(f.name) && !derived.has(f.name)).map((f) => f.name);
+  const rows = def.invoice
+    ? `(SELECT ${[...shownKeys.map((k) => `y.${k}`), ...cols.map((c) => `SUM(y._c_${c}) AS _c_${c}`)].join(", ")} FROM y GROUP BY ${shownKeys.map((k) => `y.${k}`).join(", ")}) y`
+    : "y";
   const cell = (c: string) => `floor(q.${c} * 100)`;
   // _id only joins the adjustments back within this one statement (x is materialized once).
   // The adjustments are materialized too: inlined, the planner may run their LATERAL top-N once
@@ -508,7 +565,7 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
     SELECT x.*, ${cols.map((c) => `x._f_${c} + CASE WHEN x._r_${c} >= 0.5 THEN 1 ELSE 0 END + COALESCE(a_${c}.d, 0) AS _c_${c}`).join(", ")}
     FROM x${cols.map((c) => ` LEFT JOIN a_${c} ON a_${c}._id = x._id`).join("")}
   )
-  SELECT ${out.join(", ")} FROM y`;
+  SELECT ${out.join(", ")} FROM ${rows}`;
 }
 
 export const REPORTS: ReportDefinition[] = DEFINITIONS.map((d) => ({ ...d, sql: shownSql(d) }));

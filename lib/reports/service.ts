@@ -237,7 +237,7 @@ export async function reportPeriods(db: DbOrTx, orgId: string, def: ReportDefini
  * off the sum of their parts; newer snapshots hold the rows as shown and are served untouched.
  */
 function shownSnapshotRow(def: ReportDefinition, row: Record<string, unknown>): Record<string, unknown> {
-  for (const d of def.rounding?.derived ?? []) {
+  for (const d of def.rounding?.legacyDerived ?? def.rounding?.derived ?? []) {
     let cents = 0;
     for (const t of d.terms) {
       const v = row[t.column];

@@ -6,6 +6,7 @@ import { writeFocusCsv } from "../../lib/billing/generator.ts";
 import { isProvider, PROVIDERS, type Provider } from "../../lib/billing/sql.ts";
 import { closeBillingPeriod, freezeClosedPeriods, listBillingPeriods } from "../../lib/reports/periods.ts";
 import { csvSafeText, setReportHidden } from "../../lib/reports/service.ts";
+import { isDatabaseUnavailable } from "../../lib/db/errors.ts";
 import { CliError, type CliCommand } from "./types.ts";
 import { uuidOption } from "./args.ts";
 
@@ -24,6 +25,19 @@ const int = (v: unknown, name: string, dflt: number) => {
   if (!Number.isInteger(n) || n < 0) throw new CliError(`--${name} must be a non-negative integer`);
   return n;
 };
+
+/**
+ * Why an import stopped part-way, in one line: the file could not be read to its end, or the
+ * database went away; the import is one transaction, so nothing of it was kept either way.
+ */
+function importFailure(e: unknown): string {
+  const reason = (e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ").trim();
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code === "string" && /^Z_/.test(code)) return `the file is not valid gzip (truncated or corrupt: ${reason}); nothing was imported`;
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code) && (e as { syscall?: unknown })?.syscall === "read") return `the file could not be read (${reason}); nothing was imported`;
+  if (isDatabaseUnavailable(e)) return `the database connection was lost during the import (${reason}); nothing was imported`;
+  return `the import failed (${reason}); nothing was imported`;
+}
 
 export const billingCommands: CliCommand[] = [
   {
@@ -51,8 +65,9 @@ export const billingCommands: CliCommand[] = [
         rejectsOut.write(stringify([[String(r.line), r.errors.join("; "), ...rejectsHeader!.map((k) => csvSafeText(r.record[k] ?? ""))]]));
       };
       const tty = process.stderr.isTTY && !v.json;
+      let result;
       try {
-        const result = await importFocusFile(s.db, org, file, {
+        result = await importFocusFile(s.db, org, file, {
           skipInvalid: Boolean(v["skip-invalid"]),
           defaults,
           onReject,
@@ -61,16 +76,19 @@ export const billingCommands: CliCommand[] = [
           onProgress: tty ? (n) => process.stderr.write(`\r  ${n.toLocaleString("en-US")} rows read…`) : undefined,
         });
         if (tty) process.stderr.write("\n");
-        // Periods a FOCUS 1.4 BillingPeriodStatus=Closed marked closed are frozen right away.
-        await freezeClosedPeriods(s.db, s.now(), { orgId: org });
-        return { ...result, rejects: result.rejects.slice(0, 50), rejects_file: v.rejects && result.rows_rejected ? v.rejects : null };
       } catch (e) {
         if (tty) process.stderr.write("\n");
-        if (e instanceof FocusImportRejected || e instanceof FocusFileError) throw new CliError(e.message);
-        throw e;
+        if (e instanceof FocusImportRejected) {
+          throw new CliError(`${e.rowsRejected} row(s) violate the FOCUS specification; nothing was imported (--skip-invalid keeps the valid rows, --rejects FILE lists the others). ${e.firstRejects}`);
+        }
+        if (e instanceof FocusFileError) throw new CliError(e.message);
+        throw new CliError(importFailure(e));
       } finally {
         await new Promise<void>((r) => (rejectsOut ? (rejectsOut as any).end(r) : r()));
       }
+      // Periods a FOCUS 1.4 BillingPeriodStatus=Closed marked closed are frozen right away.
+      await freezeClosedPeriods(s.db, s.now(), { orgId: org });
+      return { ...result, rejects: result.rejects.slice(0, 50), rejects_file: v.rejects && result.rows_rejected ? v.rejects : null };
     },
     human: (r) =>
       [

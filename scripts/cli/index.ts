@@ -72,21 +72,37 @@ export async function runCli(argv: string[]): Promise<number> {
   // A command without a database (a generator writing a file) gets services whose database
   // access fails loudly instead of opening (and locking) the embedded one.
   const s = handle ? createServices(handle, config, log) : createServices(noDatabase, config, log);
+  // An error no await caught (a driver's timer after its connection died) ends the command as
+  // any failure does: one line and exit 1, never a stack — and nothing more once it was reported.
+  let reported = false;
+  const fatal = (e: unknown) => {
+    if (!reported) console.error(`error: ${oneLine(e)}`);
+    reported = true;
+    process.exit(1);
+  };
+  process.on("uncaughtException", fatal);
+  process.on("unhandledRejection", fatal);
   try {
     const result = await cmd.run(s, values, positionals);
     if (values.json) console.log(JSON.stringify(result, null, 2));
     else console.log(cmd.human ? cmd.human(result) : JSON.stringify(result, null, 2));
     return cmd.exitCode?.(result) ?? 0;
   } catch (e) {
+    reported = true;
     if (e instanceof CliError || e instanceof AppError) {
-      const msg = e.message + (e instanceof AppError && Object.keys(e.errors).length ? ` (${JSON.stringify(e.errors)})` : "");
+      const msg = oneLine(e) + (e instanceof AppError && Object.keys(e.errors).length ? ` (${JSON.stringify(e.errors)})` : "");
       if (values.json) console.log(JSON.stringify({ error: msg }));
       console.error(`error: ${msg}`);
       return 1;
     }
-    console.error(`error: ${(e as Error).message}`);
+    console.error(`error: ${oneLine(e)}`);
     return 1;
   } finally {
     await handle?.close();
   }
+}
+
+/** An error's message on one line (a message may span lines; a stack never shows). */
+function oneLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ").trim() || "unexpected error";
 }

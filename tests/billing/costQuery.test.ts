@@ -196,7 +196,7 @@ describeEachDb("cost query (lib)", (driver) => {
     }
   });
 
-  test("two payers of one provider: by day or service the cents are those of cloud_bill_daily and cloud_bill_by_service; by account, per invoice", async () => {
+  test("two payers of one provider: two invoices, by account, day or service alike (the cents of cloud_bill_daily and cloud_bill_by_service)", async () => {
     const org = await t.newOrg("Two payers");
     const day = { BillingPeriodStart: "2026-05-01T00:00:00Z", BillingPeriodEnd: "2026-06-01T00:00:00Z", ChargePeriodStart: "2026-05-03T00:00:00Z", ChargePeriodEnd: "2026-05-04T00:00:00Z" };
     await importFocus(
@@ -210,15 +210,16 @@ describeEachDb("cost query (lib)", (driver) => {
       ]),
       { now: NOW },
     );
-    // The reports without a billing account column round the payers' sum once: 2.008 → 2.01.
+    // Each payer's invoice is exact on its own (1.004 → 1.00), also in the reports without a
+    // billing account column: a row spanning both invoices is 1.00 + 1.00, not 2.008 → 2.01.
     const daily = (await reportRows(t.s.handle, org.id, "cloud_bill_daily", { year: "2026", month: "5" }, NOW)).rows;
-    expect(daily.map((r) => r.total_cost)).toEqual([2.01]);
+    expect(daily.map((r) => r.total_cost)).toEqual([2]);
     const byDay = await queryCosts(t.s.db, org.id, { window: MAY, groupBy: ["day"] });
-    expect(byDay.rows.map((r) => [r.keys.day, r.effective_cost, r.billed_cost])).toEqual([["2026-05-03", 2.01, 2.01]]);
+    expect(byDay.rows.map((r) => [r.keys.day, r.effective_cost, r.billed_cost])).toEqual([["2026-05-03", 2, 2]]);
     const byService = await queryCosts(t.s.db, org.id, { window: MAY, groupBy: ["service"] });
     const services = (await reportRows(t.s.handle, org.id, "cloud_bill_by_service", { year: "2026", month: "5" }, NOW)).rows;
     expect(byService.rows.map((r) => r.effective_cost)).toEqual(services.map((r) => r.total_cost as number));
-    // Per account each payer's invoice is exact on its own: 1.00 + 1.00.
+    // Per account: 1.00 + 1.00, the same total.
     const byAccount = await queryCosts(t.s.db, org.id, { window: MAY, groupBy: ["account"] });
     expect(byAccount.rows.map((r) => r.effective_cost)).toEqual([1, 1]);
   });

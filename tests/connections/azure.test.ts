@@ -41,7 +41,8 @@ afterAll(async () => {
 });
 
 function reader(config: Partial<AzureConfig> = {}, secrets: AzureSecrets = { account_key: azurite.accountKey }): ExportReader {
-  return azureExportReader({ storage_account_url: azurite.url, container: CONTAINER, directory: "", ...config }, secrets);
+  // Azurite listens on loopback: allowed as with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS.
+  return azureExportReader({ storage_account_url: azurite.url, container: CONTAINER, directory: "", ...config }, secrets, { allowPrivateEndpoints: true });
 }
 
 async function* chunks(...parts: Uint8Array[]): AsyncGenerator<Uint8Array> {

@@ -8,11 +8,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { createServer } from "node:net";
 import type { CsvBatch } from "../../lib/billing/csvReader.ts";
-import type { GcpConfig } from "../../lib/connections/kinds.ts";
-import { bigQueryFocusReader } from "../../lib/connections/readers/bigquery.ts";
+import type { GcpConfig, GcpSecrets } from "../../lib/connections/kinds.ts";
+import { bigQueryFocusReader as openReader } from "../../lib/connections/readers/bigquery.ts";
 import { ConnectionFailure, type SourcePeriod } from "../../lib/connections/source.ts";
 import { joinTables } from "../../lib/connections/tables.ts";
 import { startBigQueryServer, type BigQueryField, type BigQueryRow, type BigQueryServer } from "../helpers/bigqueryServer.ts";
+
+/** The stand-in listens on loopback: allowed as with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS. */
+const bigQueryFocusReader = (config: GcpConfig, secrets: GcpSecrets) => openReader(config, secrets, { allowPrivateEndpoints: true });
 
 const PROJECT = "examplecorp-billing";
 const DATASET = "gcp_billing_immutable_01A2B3_C4D5E6_F70819_us";

@@ -258,14 +258,31 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     expect(((await busy.json()) as any).code).toBe("idempotency_key_in_progress");
     expect(busy.headers.get("retry-after")).toBe("1");
     expect(await count(org.id)).toBe(before);
-    // Its process died: once the lease lapses the next retry runs it, once.
-    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE org_id = $1", [org.id]);
+    // Its process died before its write committed: once the lease lapses the next retry runs it, once.
+    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second', commit_marker = NULL WHERE org_id = $1", [org.id]);
     const taken = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(taken.status).toBe(200);
     expect(await count(org.id)).toBe(before + 1);
     const replay = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(replay.headers.get("idempotency-replayed")).toBe("true");
     expect(await count(org.id)).toBe(before + 1);
+  });
+
+  test("a crashed claim whose write had committed is never run again: 409 idempotency_key_committed", async () => {
+    const org = await t.newOrg("committed");
+    const body = { provider: "aws", name: "Committed" };
+    const first = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-committed" } });
+    expect(first.status).toBe(200);
+    // Its process died after the COMMIT, before the answer was stored, and the lease lapsed.
+    await t.s.handle.query(
+      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() - interval '1 second', commit_marker = 'm' WHERE org_id = $1",
+      [org.id],
+    );
+    const before = await count(org.id);
+    const retry = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-committed" } });
+    expect(retry.status).toBe(409);
+    expect(((await retry.json()) as any).code).toBe("idempotency_key_committed");
+    expect(await count(org.id)).toBe(before);
   });
 
   test("a key older than 24 h is forgotten; a malformed key → 400", async () => {

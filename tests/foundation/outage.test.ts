@@ -56,7 +56,7 @@ interface OutageApp {
   burst(n?: number): Promise<Answer[]>;
   /** Polls until a request answers 200; the time from `since` to that answer. */
   msUntil200(since: number, limitMs?: number): Promise<number>;
-  /** pg_terminate_backend of every other session of the test database (the pool's, the guard's probe). */
+  /** pg_terminate_backend of every other session of the test database (the pool's, the health check's probe). */
   terminateBackends(): Promise<number>;
 }
 
@@ -188,7 +188,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
 
   test("live connections silently dead after a failover (sessions gone, their path a blackhole): requests succeed within 2 s", async () => {
     expectAll200(await burst());
-    // A statement slow enough to be probed leaves the guard a kept probe connection, which goes
+    // A statement slow enough to be probed leaves the health check a kept probe connection, which goes
     // silent with the others: the probe must not take its silence for an outage.
     await t.handle.query("SELECT pg_sleep(0.8)");
     t.proxy.blackholeLive();
@@ -200,7 +200,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
     await t.proxy.restore();
   });
 
-  test("a slow statement is not cut by the guard (the server answers and its session is alive)", async () => {
+  test("a slow statement is not cut by the health check (the server answers: slow is not down)", async () => {
     const t0 = performance.now();
     const rows = await t.handle.query<{ x: number }>("SELECT 1 AS x FROM pg_sleep(2.5)");
     expect(rows[0]?.x).toBe(1);
@@ -237,7 +237,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
 describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages over TLS (sslmode=require) [postgres]", () => {
   const t = useOutageApp({ tls: true });
 
-  test("the guard negotiates TLS itself and still sees the protocol: blackhole → 503 within 2 s, restore → 200 within 2 s", async () => {
+  test("TLS (postgres.js's own) changes nothing: blackhole → 503 within 2 s, restore → 200 within 2 s", async () => {
     expectAll200(await t.burst());
     expect(t.proxy.tlsSessions).toBeGreaterThan(0);
     t.proxy.blackhole();

@@ -60,4 +60,58 @@ describe("rate limit: Retry-After says when a request passes again", () => {
       { numRuns: 500 },
     );
   });
+
+  test("a cost of n (an MCP batch) passes exactly when n single requests in a row would, counts all or nothing, and its Retry-After is enough", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.integer({ min: 1, max: 30 })), { minLength: 1, maxLength: 100 }),
+        (limit, steps) => {
+          let now = 1_000_000;
+          const batched = new RateLimiter(limit, () => now);
+          const single = new RateLimiter(limit, () => now);
+          for (const [gap, n] of steps) {
+            now += gap;
+            const cost = Math.min(n, limit);
+            let passed: boolean;
+            try {
+              batched.check("k", cost);
+              passed = true;
+            } catch (e) {
+              if (!(e instanceof TooManyRequestsError)) throw e;
+              passed = false;
+              const retry = Number((e as any).headers["Retry-After"]);
+              expect(retry).toBeGreaterThanOrEqual(1);
+              // The same batch passes after Retry-After seconds (probed on a copy of the state).
+              const probe = new RateLimiter(limit, () => now + retry * 1000);
+              (probe as any).windows = structuredClone((batched as any).windows);
+              expect(() => probe.check("k", cost)).not.toThrow();
+            }
+            // The single-request limiter in step: the same decision, then the same count.
+            let singlesPassed = true;
+            const before = structuredClone((single as any).windows);
+            for (let i = 0; i < cost; i++) {
+              if (!attemptOk(single)) {
+                singlesPassed = false;
+                break;
+              }
+            }
+            expect(passed).toBe(singlesPassed);
+            if (!passed) (single as any).windows = before;
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });
+
+function attemptOk(limiter: RateLimiter): boolean {
+  try {
+    limiter.check("k");
+    return true;
+  } catch (e) {
+    if (!(e instanceof TooManyRequestsError)) throw e;
+    return false;
+  }
+}

@@ -15,6 +15,14 @@ import { TLSSocket } from "node:tls";
  * - `restore()`: listen and forward again; connections that were blackholed are destroyed (the
  *   bytes they dropped leave their protocol streams unusable, as after a real partition).
  *
+ * - `blackholeAfterNext(pattern, answer)`: the next chunk a client sends that matches `pattern`
+ *   (read as latin1) reaches the server, and so does everything until the server sends a chunk
+ *   matching `answer`; the next chunk that client sends after that reaches the server too, and
+ *   right after it the proxy goes `blackhole()` — e.g. a transaction's last statement, then its
+ *   COMMIT, which commits while its answer is lost.
+ * - `slow(ms)`: every chunk, both ways, is forwarded `ms` later (order kept): a loaded server or
+ *   a long path — slow, not down. `slow(0)` ends it.
+ *
  * `cut()` is `refuse()` + `reset()`: the server went away.
  *
  * With `{ tls: true }` the proxy also terminates TLS the way PostgreSQL negotiates it (an
@@ -28,6 +36,10 @@ export interface TcpProxy {
   refuse(): Promise<void>;
   blackhole(): void;
   blackholeLive(): void;
+  slow(ms: number): void;
+  blackholeAfterNext(pattern: RegExp, answer: RegExp): void;
+  /** performance.now() when the last `blackholeAfterNext` trap went off (0: not yet). */
+  readonly trappedAt: number;
   reset(): void;
   cut(): Promise<void>;
   restore(): Promise<void>;
@@ -45,6 +57,8 @@ interface Pair {
   raw: Socket;
   upstream: Socket | null;
   blackholed: boolean;
+  /** The armed trap: waiting for the server's answer, then for the client's next chunk. */
+  trapState: "none" | "answer" | "next";
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number, opts: { tls?: boolean } = {}): Promise<TcpProxy> {
@@ -53,6 +67,26 @@ export async function startTcpProxy(targetHost: string, targetPort: number, opts
   let listening = false;
   let port = 0;
   let tlsSessions = 0;
+  let latencyMs = 0;
+  let trap: { pattern: RegExp; answer: RegExp } | null = null;
+  /** The armed trap's answer, once its client chunk went by. */
+  let awaitedAnswer: RegExp | null = null;
+  let trappedAt = 0;
+
+  /** Writes `d` to `to` after the current latency, never ahead of an earlier chunk of the same direction. */
+  const sender = (to: () => Socket | null, alive: () => boolean) => {
+    let lastAt = 0;
+    return (d: Buffer) => {
+      if (!alive()) return;
+      const now = performance.now();
+      if (latencyMs === 0 && lastAt <= now) return void to()?.write(d);
+      const at = Math.max(now + latencyMs, lastAt);
+      lastAt = at;
+      setTimeout(() => {
+        if (alive()) to()?.write(d);
+      }, at - now);
+    };
+  };
 
   const destroyPair = (p: Pair) => {
     pairs.delete(p);
@@ -74,7 +108,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number, opts
   };
 
   const forward = (client: Socket, raw: Socket) => {
-    const p: Pair = { client, raw, upstream: null, blackholed: mode === "blackhole" };
+    const p: Pair = { client, raw, upstream: null, blackholed: mode === "blackhole", trapState: "none" };
     pairs.add(p);
     client.on("error", () => destroyPair(p));
     client.on("close", () => destroyPair(p));
@@ -91,11 +125,25 @@ export async function startTcpProxy(targetHost: string, targetPort: number, opts
     };
     upstream.on("error", upstreamGone);
     upstream.on("close", upstreamGone);
-    client.on("data", (d) => {
-      if (!p.blackholed) upstream.write(d);
+    const alive = () => !p.blackholed && pairs.has(p);
+    const toServer = sender(() => upstream, alive);
+    client.on("data", (d: Buffer) => {
+      toServer(d);
+      if (!alive()) return;
+      if (p.trapState === "next") {
+        p.trapState = "none";
+        trappedAt = performance.now();
+        proxy.blackhole();
+      } else if (p.trapState === "none" && trap && trap.pattern.test(d.toString("latin1"))) {
+        p.trapState = "answer";
+        awaitedAnswer = trap.answer;
+        trap = null;
+      }
     });
-    upstream.on("data", (d) => {
-      if (!p.blackholed) client.write(d);
+    const toClient = sender(() => client, alive);
+    upstream.on("data", (d: Buffer) => {
+      toClient(d);
+      if (p.trapState === "answer" && awaitedAnswer?.test(d.toString("latin1"))) p.trapState = "next";
     });
   };
 
@@ -139,6 +187,16 @@ export async function startTcpProxy(targetHost: string, targetPort: number, opts
     },
     blackholeLive() {
       for (const p of pairs) p.blackholed = true;
+    },
+    slow(ms: number) {
+      latencyMs = ms;
+    },
+    blackholeAfterNext(pattern: RegExp, answer: RegExp) {
+      trap = { pattern, answer };
+      trappedAt = 0;
+    },
+    get trappedAt() {
+      return trappedAt;
     },
     reset() {
       for (const p of [...pairs]) destroyPair(p);

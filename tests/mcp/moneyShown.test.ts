@@ -157,18 +157,21 @@ describeEachDb("mcp: money as shown (cents, 6-decimal ratios, totals from the sh
         commitment_used_cost: c.commitment_used_cost, commitment_unused_allocated_cost: c.commitment_unused_allocated_cost, commitment_cost: c.commitment_cost,
         covered_ondemand_cost: c.covered_ondemand_cost, savings: c.savings, ondemand_cost: b.ondemand_cost,
       });
-      // 20.00 / (20.00 + 7.00), from the shown cents, to 6 decimals (not 0.7407).
-      expect(r.covered_ondemand_cost).toBe(20);
+      // Savings are the invoice's exact 10.000 (as in commitment_cost_daily); used 10.004 takes the
+      // cent of used + unused (15.005 → 15.01), so covered = used + savings = 10.01 + 10.00.
+      // 20.01 / (20.01 + 7.00), from the shown cents, to 6 decimals (not 0.7407).
+      expect(r.savings).toBe(10);
+      expect(r.covered_ondemand_cost).toBe(20.01);
       expect(r.ondemand_cost).toBe(7);
-      expect(r.coverage).toBe(0.740741);
+      expect(r.coverage).toBe(0.740837);
       expect(r.utilization).toBe(rate6(r.commitment_used_cost / (r.commitment_used_cost + r.commitment_unused_allocated_cost)));
     }
     const [tot] = p.totals;
     expect(p.totals.map((x: any) => x.currency)).toEqual(["USD"]);
     // 40.008 / 14.006 at full precision would show 40.01 / 14.01: the totals are the sums of the shown rows.
-    expect(tot.covered_ondemand_cost).toBe(40);
+    expect(tot.covered_ondemand_cost).toBe(40.02);
     expect(tot.ondemand_cost).toBe(14);
-    expect(tot.coverage).toBe(0.740741);
+    expect(tot.coverage).toBe(0.740837);
     const money = ["commitment_used_cost", "commitment_unused_allocated_cost", "commitment_cost", "covered_ondemand_cost", "ondemand_cost", "savings"];
     for (const k of money) expect(tot[k]).toBe(sumCents(p.rows.map((r: any) => r[k])));
 

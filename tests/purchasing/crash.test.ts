@@ -26,7 +26,15 @@ import { addComputeSavingsPlanOffer, AZURE_D2S, GCP_N2, seedWorkload, type Workl
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SECRET_KEY = randomBytes(32).toString("base64");
-const LEASE_SECONDS = 1;
+const LEASE_SECONDS = 600;
+/**
+ * Every process here runs on a fixed clock (`autopurchase tick --now`), never the wall's: "within
+ * the lease" and "after it lapsed" are instants, not sleeps, so a slow machine (a process start
+ * that takes seconds) cannot turn one into the other. Noon UTC today: the day never turns within a test.
+ */
+const T0 = new Date(`${utcDate(new Date())}T12:00:00.000Z`);
+const WITHIN_LEASE = new Date(T0.getTime() + LEASE_SECONDS * 1000 - 1000);
+const LEASE_LAPSED = new Date(T0.getTime() + LEASE_SECONDS * 1000 + 1000);
 
 interface Exit {
   code: number | null;
@@ -35,9 +43,9 @@ interface Exit {
   stderr: string;
 }
 
-/** One `commitops autopurchase tick` process: a replica's auto-purchase job, once. */
-function tick(url: string, env: Record<string, string> = {}): Promise<Exit> {
-  return cli(url, ["autopurchase", "tick", "--json"], env);
+/** One `commitops autopurchase tick` process at instant `at`: a replica's auto-purchase job, once. */
+function tick(url: string, at: Date, env: Record<string, string> = {}): Promise<Exit> {
+  return cli(url, ["autopurchase", "tick", "--now", at.toISOString(), "--json"], env);
 }
 
 /** What every child needs to reach the loopback providers (the Azure one speaks HTTPS with a test CA). */
@@ -66,8 +74,6 @@ function cli(url: string, args: string[], env: Record<string, string> = {}): Pro
   return new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, stdout, stderr })));
 }
 
-const leaseLapse = () => Bun.sleep(LEASE_SECONDS * 1000 + 300);
-
 // Needs a PostgreSQL server shared by several processes: skipped without TEST_DATABASE_URL.
 const maybe = process.env.TEST_DATABASE_URL ? describe : describe.skip;
 
@@ -94,6 +100,8 @@ maybe("purchases across crashes and replicas [postgres]", () => {
   });
   beforeEach(async () => {
     aws.reset();
+    // The provider's clock too: purchase start times are the ones a recovery's time window compares.
+    aws.setNow(T0);
     azure.reset();
     gcp.reset();
     await db.handle.query("UPDATE commitment_plan_templates SET schedule = NULL, start_date = NULL");
@@ -106,7 +114,7 @@ maybe("purchases across crashes and replicas [postgres]", () => {
   async function scheduled(kind: "reserved_instance" | "compute_savings_plan", opts: { requireApproval?: boolean } = {}): Promise<string> {
     const org = await createOrganization(s.db, { name: `Crash org ${kind}` });
     await seedCatalog(s.db, org.id);
-    const now = new Date();
+    const now = T0;
     await seedUsage(s.db, org.id, new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000), 7 * 24, () => 4);
     if (kind === "compute_savings_plan") {
       await addComputeSavingsPlanOffer(s.db, org.id);
@@ -134,7 +142,7 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("killed after the provider said yes, before our commit: two replicas recover it, the RI is bought once", async () => {
     const orgId = await scheduled("reserved_instance");
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(crashed.stderr).toContain("purchase-crash after_provider");
     expect(aws.purchases.ec2).toHaveLength(1);
@@ -142,13 +150,12 @@ maybe("purchases across crashes and replicas [postgres]", () => {
     expect(item).toMatchObject({ status: "submitting", provider_purchase_id: null, attempts: 1 });
     expect(aws.purchases.ec2[0]!.tags["commitops:purchase-token"]).toBe(item.token);
 
-    // Within the lease nobody touches it.
-    const early = await tick(db.url!);
+    // Within the lease (its last second) nobody touches it, however long this process took to start.
+    const early = await tick(db.url!, WITHIN_LEASE);
     expect(early.code).toBe(0);
     expect((await items(orgId))[0].status).toBe("submitting");
 
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     [item] = await items(orgId);
     expect(item).toMatchObject({ status: "confirmed", provider_purchase_id: aws.purchases.ec2[0]!.reservedInstancesId });
@@ -162,13 +169,12 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("killed after the intent was committed, before the provider was called: recovery looks, finds nothing, buys once", async () => {
     const orgId = await scheduled("reserved_instance");
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "before_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "before_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(aws.purchases.ec2).toHaveLength(0);
     expect(realPurchaseCalls("PurchaseReservedInstancesOffering")).toHaveLength(0);
     expect((await items(orgId))[0]).toMatchObject({ status: "submitting" });
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(aws.purchases.ec2).toHaveLength(1);
     expect((await items(orgId))[0]).toMatchObject({ status: "confirmed", provider_purchase_id: aws.purchases.ec2[0]!.reservedInstancesId });
@@ -178,12 +184,11 @@ maybe("purchases across crashes and replicas [postgres]", () => {
   test("the EC2 purchase went through but its tag did not: recovery finds it by offering and time window, still once", async () => {
     const orgId = await scheduled("reserved_instance");
     aws.failNext("CreateTags", { code: "InternalError", status: 500, times: 10 });
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(aws.purchases.ec2).toHaveLength(1);
     expect(aws.purchases.ec2[0]!.tags["commitops:purchase-token"]).toBeUndefined();
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(aws.purchases.ec2).toHaveLength(1);
     const [item] = await items(orgId);
@@ -192,11 +197,10 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("a savings plan killed after CreateSavingsPlan answered: found under its clientToken, one plan", async () => {
     const orgId = await scheduled("compute_savings_plan");
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(aws.purchases.savingsPlans).toHaveLength(1);
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(aws.purchases.savingsPlans).toHaveLength(1);
     const [item] = await items(orgId);
@@ -206,7 +210,7 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("two replicas ticking the same due schedule place one order and buy each item once", async () => {
     const orgId = await scheduled("reserved_instance");
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, T0), tick(db.url!, T0)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     const [{ n }] = await db.handle.query<{ n: string }>("SELECT count(*)::text AS n FROM purchases WHERE org_id = $1", [orgId]);
     expect(Number(n)).toBe(1);
@@ -217,7 +221,7 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("CLI: purchases list shows the pending approval, approve buys it once, a second approve is refused", async () => {
     const orgId = await scheduled("reserved_instance", { requireApproval: true });
-    expect((await tick(db.url!)).code).toBe(0);
+    expect((await tick(db.url!, T0)).code).toBe(0);
     expect(aws.purchases.ec2).toHaveLength(0);
     const listed = await cli(db.url!, ["purchases", "list", "--org", orgId, "--status", "pending_approval", "--json"]);
     expect(listed.code).toBe(0);
@@ -238,7 +242,7 @@ maybe("purchases across crashes and replicas [postgres]", () => {
   /** An org running 3 instances of a workload, the provider's purchasing connection (live) and a daily template without approval. */
   async function scheduledAt(w: Workload): Promise<string> {
     const org = await createOrganization(s.db, { name: `Crash org ${w.provider}` });
-    const now = new Date();
+    const now = T0;
     await seedWorkload(s.db, org.id, w, new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000), 7 * 24, 3);
     const connection =
       w.provider === "azure"
@@ -262,14 +266,13 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("Azure: a reservation killed after the provider said yes is found under its alias by two replicas, one order", async () => {
     const orgId = await scheduledAt(AZURE_D2S);
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(azure.orders).toHaveLength(1);
     let [item] = await items(orgId);
     expect(item).toMatchObject({ status: "submitting", commitment_type: "reservation" });
     expect(azure.orders[0]!).toMatchObject({ kind: "reservation", aliasName: `commitops-${item.token}`, sku: "Standard_D2s_v3", location: "eastus", quantity: 3, term: "P1Y", billingPlan: "Monthly" });
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     [item] = await items(orgId);
     expect(item.status).toBe("confirmed");
@@ -283,14 +286,13 @@ maybe("purchases across crashes and replicas [postgres]", () => {
 
   test("GCP: a commitment killed after the insert was accepted is found by its name, one commitment", async () => {
     const orgId = await scheduledAt(GCP_N2);
-    const crashed = await tick(db.url!, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
+    const crashed = await tick(db.url!, T0, { COMMITOPS_TEST_PURCHASE_CRASH: "after_provider" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(gcp.commitments).toHaveLength(1);
     let [item] = await items(orgId);
     expect(item.status).toBe("submitting");
     expect(gcp.commitments[0]!.name).toBe(`commitops-${item.token}`);
-    await leaseLapse();
-    const [a, b] = await Promise.all([tick(db.url!), tick(db.url!)]);
+    const [a, b] = await Promise.all([tick(db.url!, LEASE_LAPSED), tick(db.url!, LEASE_LAPSED)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     [item] = await items(orgId);
     expect(item.status).toBe("confirmed");

@@ -45,7 +45,7 @@ export async function seedWorkload(db: Db, orgId: string, w: Workload, end: Date
   const o = w.offer;
   const [offer] = await db
     .insert(offers)
-    .values({ offerOrgId: orgId, provider: w.provider, offerKey: `test:${w.provider}:${o.commitmentType}`, commitmentType: o.commitmentType, contractTerm: o.contractTerm, paymentOption: o.paymentOption, durationSeconds: o.durationSeconds, region: w.region, instanceType: w.instanceType, instanceFamily: w.instanceFamily, displayName: o.commitmentType, feeRate: "0", lockInDays: 365, isInsured: false, ...common })
+    .values({ offerOrgId: orgId, provider: w.provider, offerKey: `test:${w.provider}:${o.commitmentType}:${w.region}:${w.instanceType}`, commitmentType: o.commitmentType, contractTerm: o.contractTerm, paymentOption: o.paymentOption, durationSeconds: o.durationSeconds, region: w.region, instanceType: w.instanceType, instanceFamily: w.instanceFamily, displayName: o.commitmentType, feeRate: "0", lockInDays: 365, isInsured: false, ...common })
     .returning();
   await db.insert(leaseMenuItems).values({ offerId: offer!.id, catalogSkuId: sku!.id, recurringHourlyRate: String(o.recurring), upfrontCost: String(o.upfront), ...common });
   await seedUsage(db, orgId, end, hours, () => count, w.instanceType, { provider: w.provider, region: w.region, od: w.od, service: "Virtual Machines" });

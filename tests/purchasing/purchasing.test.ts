@@ -13,7 +13,7 @@ import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { defaultAwsOfferings, startAwsPurchasingServer, type AwsPurchasingServer } from "../helpers/awsPurchasingServer.ts";
 import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
-import { processPurchaseItems } from "../../lib/purchasing/executor.ts";
+import { backgroundPurchasesSettled, processPurchaseItems } from "../../lib/purchasing/executor.ts";
 import { deliverPurchaseEvents } from "../../lib/purchasing/events.ts";
 import { getPurchase } from "../../lib/purchasing/orders.ts";
 import { createPurchasingConnection, getPurchasingConnectionRow, purchasingSettingsOf } from "../../lib/purchasing/connections.ts";
@@ -60,6 +60,8 @@ describeEachDb("purchasing through the providers", (driver) => {
     hook?.close();
   });
   beforeEach(async () => {
+    // What an earlier test's approval started buying in the background ends before this one starts.
+    await backgroundPurchasesSettled(t.s);
     clock = START;
     aws.reset();
     aws.setNow(START);
@@ -110,14 +112,10 @@ describeEachDb("purchasing through the providers", (driver) => {
     post: async (path: string, body?: unknown) => t.request("POST", `/beta/v1/org/${org.id}${path}`, { key: org.key, body }),
   });
 
-  /** The purchase once no item of it is being bought any more (the approval route buys in the background). */
+  /** The purchase once the buying its approval started in the background has finished (awaited, not polled against the wall clock). */
   async function settled(org: { id: string; key: string }, id: string) {
-    for (let i = 0; i < 100; i++) {
-      const p = await (await api(org).get(`/purchases/${id}`)).json();
-      if (p.status !== "approved") return p;
-      await Bun.sleep(50);
-    }
-    throw new Error("purchase did not settle");
+    await backgroundPurchasesSettled(t.s);
+    return (await api(org).get(`/purchases/${id}`)).json();
   }
 
   async function onlyPurchase(org: { id: string; key: string }) {

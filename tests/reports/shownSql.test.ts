@@ -131,19 +131,20 @@ const arbRow = fc.record({
 const tie = (n: bigint) => n * CENT + CENT / 2n;
 const row = (provider: string, ba: string | null, a: bigint, over: Partial<GenRow> = {}): GenRow => ({ provider, currency: "USD", ba, a, b: 0n, c: 0n, billed: a, ...over });
 
-test("partitionOf: a report reconciles per billing account when it shows one", async () => {
+test("partitionOf: every money report reconciles per invoice (billing account), shown or not", async () => {
   const { REPORTS } = await import("../../lib/reports/catalog.ts");
   const parts = Object.fromEntries(REPORTS.filter((r) => r.rounding).map((r) => [r.report_type, partitionOf(r).join(",")]));
+  const invoice = "provider,billing_currency,_invoice";
   expect(parts).toEqual({
-    premiums_and_rebates_by_account: "provider,billing_currency",
-    premiums_and_rebates_by_child_org: "provider,billing_currency",
-    commitment_cost_by_account: "provider,billing_currency,billing_account_id",
-    commitment_cost_by_service: "provider,billing_currency",
-    commitment_cost_daily: "provider,billing_currency",
-    cloud_bill_by_account: "provider,billing_currency,billing_account_id",
-    cloud_bill_by_service: "provider,billing_currency",
-    cloud_bill_daily: "provider,billing_currency",
-    cloud_bill_by_resource: "provider,billing_currency",
+    premiums_and_rebates_by_account: invoice,
+    premiums_and_rebates_by_child_org: invoice,
+    commitment_cost_by_account: invoice,
+    commitment_cost_by_service: invoice,
+    commitment_cost_daily: invoice,
+    cloud_bill_by_account: invoice,
+    cloud_bill_by_service: invoice,
+    cloud_bill_daily: invoice,
+    cloud_bill_by_resource: invoice,
   });
 });
 
@@ -176,6 +177,26 @@ describeEachDb("shownSql: cents that add up", (driver) => {
     const rows = [row("gcp", "payer-a", -tie(0n)), row("gcp", "payer-b", -tie(0n)), row("gcp", "payer-b", -tie(0n), { c: tie(1n) })];
     await checkShown(db, rows, true);
     await checkShown(db, rows, false);
+  });
+
+  test("an invoice column: rows are rounded per invoice and summed over their invoices; an `own` column's total is its exact total rounded", async () => {
+    // acct-1 is billed on two invoices (0.006 each: 0.01 + 0.01); on inv-b, on-demand 0.007 and
+    // commitment 0.006 share round(0.013) = 0.01: the commitment (own) keeps round(0.006) = 0.01.
+    const shown = await db.handle.query<Record<string, unknown>>(
+      shownSql({
+        exactSql: `SELECT provider, billing_currency, account_id, a::numeric AS a, b::numeric AS b, (a + b)::numeric AS total, inv AS _inv
+          FROM (VALUES ('aws', 'USD', 'acct-1', 0.006, 0, 'inv-a'), ('aws', 'USD', 'acct-1', 0.006, 0, 'inv-b'), ('aws', 'USD', 'acct-2', 0.007, 0.006, 'inv-c'))
+          v(provider, billing_currency, account_id, a, b, inv)`,
+        output_fields: [str("provider"), str("billing_currency"), str("account_id"), num("a"), num("b"), num("total")],
+        orderBy: ["provider", "billing_currency", "account_id"],
+        rounding: { groups: [[{ column: "a", sign: 1 }, { column: "b", sign: 1, own: true }]], derived: [{ column: "total", terms: [{ column: "a", sign: 1 }, { column: "b", sign: 1 }] }] },
+        invoice: "_inv",
+      }) + " ORDER BY account_id",
+    );
+    expect(shown.map((r) => [r.account_id, shownCents(r.a), shownCents(r.b), shownCents(r.total)])).toEqual([
+      ["acct-1", 2n, 0n, 2n],
+      ["acct-2", 0n, 1n, 1n],
+    ]);
   });
 
   test(

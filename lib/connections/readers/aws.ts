@@ -10,11 +10,14 @@ import { createHash } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, S3Client, type _Object } from "@aws-sdk/client-s3";
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import type { AwsConfig, AwsSecrets } from "../kinds.ts";
-import { ConnectionFailure, type ExportReader, type RecordTable, type SourcePeriod } from "../source.ts";
+import { ConnectionFailure, unreachable, type ExportReader, type ReaderOptions, type RecordTable, type SourcePeriod } from "../source.ts";
+import { openEgress, type Egress } from "../../egress.ts";
 import { csvTable } from "../tables.ts";
 import { parquetTable } from "../parquet.ts";
 import { rangedObject } from "./rangedObject.ts";
 
+/** A port that does not answer fails like a closed one, after this long. */
+const CONNECT_TIMEOUT_MS = 10_000;
 const PERIOD_FOLDER = /BILLING_PERIOD=(\d{4})-(\d{2})\/$/;
 const DATA_FILE = /\.(csv|csv\.gz|gz|parquet)$/i;
 
@@ -23,7 +26,7 @@ interface Manifest {
   billingPeriod?: { start?: string; end?: string };
 }
 
-export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportReader {
+export function awsExportReader(config: AwsConfig, secrets: AwsSecrets, opts: ReaderOptions): ExportReader {
   const keys = config.access_key_id && secrets.secret_access_key ? { accessKeyId: config.access_key_id, secretAccessKey: secrets.secret_access_key } : undefined;
   const credentials = config.role_arn
     ? fromTemporaryCredentials({
@@ -32,13 +35,27 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
         clientConfig: { region: config.region },
       })
     : keys;
-  const client = new S3Client({
-    region: config.region,
-    endpoint: config.endpoint_url ?? undefined,
-    forcePathStyle: !!config.endpoint_url,
-    credentials,
-    maxAttempts: 3,
-  });
+  // Requests go through agents that connect only to checked public addresses (lib/egress.ts):
+  // the endpoint's, resolved once here, or S3's own names, checked as they are resolved.
+  let egress: Egress | undefined;
+  let opened: Promise<S3Client> | undefined;
+  const s3 = () =>
+    (opened ??= openEgress([config.endpoint_url], opts.allowPrivateEndpoints).then(
+      (e) => {
+        egress = e;
+        return new S3Client({
+          region: config.region,
+          endpoint: config.endpoint_url ?? undefined,
+          forcePathStyle: !!config.endpoint_url,
+          credentials,
+          maxAttempts: 3,
+          requestHandler: { httpAgent: e.httpAgent, httpsAgent: e.httpsAgent, connectionTimeout: CONNECT_TIMEOUT_MS },
+        });
+      },
+      () => {
+        throw unreachable("The S3 endpoint");
+      },
+    ));
   const bucket = config.bucket;
   const base = `${config.prefix ? config.prefix.replace(/^\/+|\/+$/g, "") + "/" : ""}${config.export_name}/`;
 
@@ -46,6 +63,7 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
     const objects: _Object[] = [];
     const folders: string[] = [];
     let token: string | undefined;
+    const client = await s3();
     do {
       const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }));
       objects.push(...(page.Contents ?? []));
@@ -56,7 +74,7 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
   }
 
   async function readManifest(key: string): Promise<Manifest> {
-    const res = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const res = await (await s3()).send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     const text = await res.Body!.transformToString();
     try {
       const m = JSON.parse(text) as Manifest;
@@ -73,7 +91,7 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
     return m ? m[2]! : entry.replace(/^\/+/, "");
   }
 
-  function table(obj: _Object): RecordTable {
+  function table(client: S3Client, obj: _Object): RecordTable {
     const key = obj.Key!;
     if (/\.parquet$/i.test(key)) return parquetTable(rangedObject(client, bucket, key, obj.Size ?? 0));
     return csvTable({
@@ -111,7 +129,8 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
       bytes: files.reduce((n, f) => n + (f.Size ?? 0), 0),
       files: files.map((f) => f.Key!),
       async *tables() {
-        for (const f of files) yield table(f);
+        const client = await s3();
+        for (const f of files) yield table(client, f);
       },
     };
   }
@@ -129,8 +148,9 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets): ExportR
       }
     },
     explain: (e) => awsFailure(e, bucket),
-    close() {
-      client.destroy();
+    async close() {
+      if (opened) (await opened.catch(() => null))?.destroy();
+      egress?.close();
     },
   };
 }
@@ -149,8 +169,9 @@ export function awsFailure(e: unknown, bucket: string): unknown {
   if (name === "AccessDenied" || name === "AllAccessDisabled" || status === 403) {
     return new ConnectionFailure("permission", `Access to s3://${bucket} was denied (${name || status}). The role or user needs s3:ListBucket and s3:GetObject on the export's prefix.`);
   }
-  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|UND_ERR|ConnectionRefused/i.test(`${code} ${name} ${err?.message ?? ""}`)) {
-    return new ConnectionFailure("unreachable", `The S3 endpoint could not be reached (${code || name}).`);
+  // One answer for a refused, closed or filtered port and a refused address (no port scanning).
+  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENONPUBLIC|UND_ERR|ConnectionRefused|TimeoutError/i.test(`${code} ${name} ${err?.message ?? ""}`)) {
+    return unreachable("The S3 endpoint");
   }
   return e;
 }

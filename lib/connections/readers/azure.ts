@@ -13,11 +13,14 @@ import {
   StorageSharedKeyCredential,
   type BlobClient,
   type BlobItem,
+  type ContainerClient,
+  type StoragePipelineOptions,
 } from "@azure/storage-blob";
 import type { AzureConfig, AzureSecrets } from "../kinds.ts";
 import { parquetTable, type AsyncBuffer } from "../parquet.ts";
-import { ConnectionFailure, type ExportReader, type RecordTable, type SourcePeriod } from "../source.ts";
+import { ConnectionFailure, unreachable, type ExportReader, type ReaderOptions, type RecordTable, type SourcePeriod } from "../source.ts";
 import { csvTable } from "../tables.ts";
+import { openEgress, type Egress } from "../../egress.ts";
 
 /** `<period folder>/<run folder>/manifest.json` relative to the export directory. */
 const RUN_MANIFEST = /^(\d{4})(\d{2})\d{2}-\d{8}\/([^/]+)\/manifest\.json$/;
@@ -40,16 +43,22 @@ interface Run {
   submitted: number;
 }
 
-export function azureExportReader(config: AzureConfig, secrets: AzureSecrets): ExportReader {
-  let service: BlobServiceClient;
-  try {
-    service = serviceClient(config, secrets);
-  } catch (e) {
-    // A settings mistake surfaces where every other failure does: from periods().
-    return { periods: () => Promise.reject(e) };
-  }
+export function azureExportReader(config: AzureConfig, secrets: AzureSecrets, opts: ReaderOptions): ExportReader {
+  const url = (config.endpoint_url ?? config.storage_account_url).replace(/\/+$/, "");
+  // The account's host is resolved and checked once; every request connects to those addresses (lib/egress.ts).
+  let egress: Egress | undefined;
+  let opened: Promise<ContainerClient> | undefined;
+  const open = () =>
+    (opened ??= openEgress([url], opts.allowPrivateEndpoints).then(
+      (e) => {
+        egress = e;
+        return serviceClient(config, secrets, url, e).getContainerClient(containerName);
+      },
+      () => {
+        throw unreachable("The storage account");
+      },
+    ));
   const containerName = config.container;
-  const container = service.getContainerClient(containerName);
   const directory = (config.directory ?? "").replace(/^\/+|\/+$/g, "");
   const prefix = directory ? `${directory}/` : "";
   const where = `container "${containerName}"${directory ? `, directory "${directory}"` : ""}`;
@@ -57,13 +66,14 @@ export function azureExportReader(config: AzureConfig, secrets: AzureSecrets): E
 
   async function listAll(): Promise<Map<string, BlobItem>> {
     const blobs = new Map<string, BlobItem>();
+    const container = await open();
     for await (const item of container.listBlobsFlat({ prefix: prefix || undefined })) blobs.set(item.name, item);
     return blobs;
   }
 
   async function readManifest(item: BlobItem): Promise<Manifest> {
     const chunks: Uint8Array[] = [];
-    for await (const chunk of blobBytes(container.getBlobClient(item.name), item.properties.etag)) chunks.push(chunk);
+    for await (const chunk of blobBytes((await open()).getBlobClient(item.name), item.properties.etag)) chunks.push(chunk);
     const text = Buffer.concat(chunks).toString("utf8");
     let m: Manifest;
     try {
@@ -95,12 +105,13 @@ export function azureExportReader(config: AzureConfig, secrets: AzureSecrets): E
       bytes: files.reduce((n, f) => n + (f.properties.contentLength ?? 0), 0),
       files: files.map((f) => f.name),
       async *tables() {
-        for (const f of files) yield table(f, parquet);
+        const container = await open();
+        for (const f of files) yield table(container, f, parquet);
       },
     };
   }
 
-  function table(item: BlobItem, parquetExport: boolean): RecordTable {
+  function table(container: ContainerClient, item: BlobItem, parquetExport: boolean): RecordTable {
     const blob = container.getBlobClient(item.name);
     const etag = item.properties.etag;
     const isParquet = /\.parquet$/i.test(item.name) || (parquetExport && !/\.csv(\.gz)?$/i.test(item.name));
@@ -158,13 +169,17 @@ export function azureExportReader(config: AzureConfig, secrets: AzureSecrets): E
         throw failure(e);
       }
     },
+    close() {
+      egress?.close();
+    },
   };
 }
 
-function serviceClient(config: AzureConfig, secrets: AzureSecrets): BlobServiceClient {
-  const url = (config.endpoint_url ?? config.storage_account_url).replace(/\/+$/, "");
-  // A failed request is retried a few times, quickly: a sync runs again later anyway.
-  const options = { retryOptions: { maxTries: 3, retryDelayInMs: 1000 } };
+function serviceClient(config: AzureConfig, secrets: AzureSecrets, url: string, egress: Egress): BlobServiceClient {
+  // A failed request is retried a few times, quickly: a sync runs again later anyway. `agent`
+  // is a core-rest-pipeline option the storage client passes on (not in its typings): every
+  // request of the pipeline goes through it, so only checked addresses are connected to.
+  const options: StoragePipelineOptions = { retryOptions: { maxTries: 3, retryDelayInMs: 1000 }, ...({ agent: egress.agentFor(url) } as object) };
   if (config.client_id && secrets.client_secret) {
     if (!config.tenant_id) throw new ConnectionFailure("credentials", "A service principal needs its tenant ID as well as its client ID and secret.");
     return new BlobServiceClient(url, new ClientSecretCredential(config.tenant_id, config.client_id, secrets.client_secret), options);
@@ -229,7 +244,7 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-const NETWORK = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|REQUEST_SEND_ERROR|ConnectionRefused|Unable to connect/i;
+const NETWORK = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENONPUBLIC|REQUEST_SEND_ERROR|ConnectionRefused|Unable to connect/i;
 
 /** The cause of an SDK error, in words that name the container but no key, secret or SAS. */
 export function azureFailure(e: unknown, container: string): unknown {
@@ -261,8 +276,10 @@ export function azureFailure(e: unknown, container: string): unknown {
     return new ConnectionFailure("permission", `Access to container "${container}" was denied (${code || status}). The identity needs the Storage Blob Data Reader role (or a SAS with list and read), and the account's network rules must admit this service.`);
   }
   if (status === 404) return new ConnectionFailure("not_found", `The storage account or container "${container}" was not found (${code || status}).`);
-  if ((name === "RestError" && status === undefined && NETWORK.test(`${code} ${message}`)) || (status !== undefined && status >= 500)) {
-    return new ConnectionFailure("unreachable", `The storage account could not be reached (${code || status}). Check the storage account URL and network access.`);
+  // One answer for a refused, closed or filtered port and a refused address (no port scanning).
+  if (name === "RestError" && status === undefined && NETWORK.test(`${code} ${message}`)) return unreachable("The storage account");
+  if (status !== undefined && status >= 500) {
+    return new ConnectionFailure("unreachable", `The storage account answered ${code || status}. Check the storage account URL; the next sync retries.`);
   }
   return e;
 }

@@ -5,11 +5,13 @@
  * cells) so NUMERIC and BIGNUMERIC costs stay exact decimal text.
  */
 import { createHash } from "node:crypto";
+import { stringify as stringifyQuery } from "node:querystring";
 import { BigQuery, type Job, type Query } from "@google-cloud/bigquery";
 import type { CsvBatch } from "../../billing/csvReader.ts";
 import type { GcpConfig, GcpSecrets } from "../kinds.ts";
-import { parseServiceAccountKey, useKeyTokenEndpoint } from "../gcpKey.ts";
-import { ConnectionFailure, type ExportReader, type RecordTable, type SourcePeriod } from "../source.ts";
+import { GOOGLE_TOKEN_URL, parseServiceAccountKey, useKeyTokenEndpoint } from "../gcpKey.ts";
+import { ConnectionFailure, unreachable, type ExportReader, type ReaderOptions, type RecordTable, type SourcePeriod } from "../source.ts";
+import { openEgress, type Egress } from "../../egress.ts";
 
 /** Rows per result page: bounds memory while keeping the number of round trips small. */
 const PAGE_ROWS = 10_000;
@@ -33,9 +35,10 @@ interface ResultPage {
   rows: RawRow[];
 }
 
-export function bigQueryFocusReader(config: GcpConfig, secrets: GcpSecrets): ExportReader {
+export function bigQueryFocusReader(config: GcpConfig, secrets: GcpSecrets, opts: ReaderOptions): ExportReader {
+  const egresses: Egress[] = [];
   let client: Promise<BigQuery> | undefined;
-  const connect = () => (client ??= openClient(config, secrets));
+  const connect = () => (client ??= openClient(config, secrets, opts, egresses));
 
   return {
     async periods(): Promise<SourcePeriod[]> {
@@ -81,6 +84,9 @@ export function bigQueryFocusReader(config: GcpConfig, secrets: GcpSecrets): Exp
             for (const start of starts) yield periodTable(bq, table, start);
           },
         }));
+    },
+    close() {
+      for (const e of egresses) e.close();
     },
   };
 }
@@ -144,8 +150,20 @@ async function* queryPages(bq: BigQuery, query: Query): AsyncGenerator<ResultPag
   }
 }
 
-async function openClient(config: GcpConfig, secrets: GcpSecrets): Promise<BigQuery> {
+async function openClient(config: GcpConfig, secrets: GcpSecrets, opts: ReaderOptions, egresses: Egress[]): Promise<BigQuery> {
   const key = secrets.service_account_key ? parseServiceAccountKey(secrets.service_account_key) : undefined;
+  // An endpoint or token endpoint the org named is resolved and checked once, and called only at
+  // those addresses (lib/egress.ts); Google's own endpoints are left to the client.
+  const egressTo = async (url: string | null | undefined, what: string) => {
+    if (!url) return undefined;
+    const egress = await openEgress([url], opts.allowPrivateEndpoints).catch(() => {
+      throw unreachable(what);
+    });
+    egresses.push(egress);
+    return egress;
+  };
+  const api = await egressTo(config.endpoint_url, "BigQuery");
+  const token = await egressTo(key?.token_uri === GOOGLE_TOKEN_URL ? undefined : key?.token_uri, "The Google token endpoint");
   const bq = new BigQuery({
     projectId: config.project_id,
     location: config.location ?? undefined,
@@ -153,8 +171,64 @@ async function openClient(config: GcpConfig, secrets: GcpSecrets): Promise<BigQu
     // Without a key: application default credentials.
     credentials: key,
   });
-  await useKeyTokenEndpoint(bq.authClient.getClient(), key);
+  await useKeyTokenEndpoint(bq.authClient.getClient(), key, token?.fetch);
+  if (api) sendThrough(bq, api);
   return bq;
+}
+
+type ApiCallback = (err: Error | null, body?: unknown, response?: unknown) => void;
+interface ApiRequest {
+  method?: string;
+  uri: string;
+  qs?: Record<string, unknown>;
+  json?: unknown;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * The client's API requests, once authenticated, sent through `egress` instead of its own HTTP
+ * module (whose fetch resolves names itself): the same request and the same results — a parsed
+ * JSON body, an error with the API's code, errors and message — without its retries (a failed
+ * sync is retried later anyway).
+ */
+function sendThrough(bq: BigQuery, egress: Egress): void {
+  const authenticate = bq.makeAuthenticatedRequest;
+  const send = (reqOpts: ApiRequest, callback: ApiCallback) => {
+    authenticate(reqOpts as never, {
+      onAuthenticated(err: Error | null, authenticated?: unknown) {
+        if (err) return callback(err);
+        apiCall(egress, authenticated as ApiRequest).then(([e, body, response]) => callback(e, body, response), (e: Error) => callback(e));
+      },
+    });
+  };
+  bq.makeAuthenticatedRequest = ((reqOpts: ApiRequest, callback: unknown) => {
+    if (typeof callback !== "function") throw new Error("The BigQuery reader makes no streaming requests.");
+    send(reqOpts, callback as ApiCallback);
+  }) as unknown as typeof bq.makeAuthenticatedRequest;
+}
+
+async function apiCall(egress: Egress, req: ApiRequest): Promise<[Error | null, unknown, unknown]> {
+  const headers = new Headers(req.headers);
+  let body: string | undefined;
+  if (req.json !== undefined && typeof req.json === "object") {
+    headers.set("content-type", "application/json");
+    body = JSON.stringify(req.json);
+  } else if (req.body !== undefined) body = typeof req.body === "string" ? req.body : JSON.stringify(req.body);
+  const uri = req.qs && typeof req.qs === "object" ? `${req.uri}?${stringifyQuery(req.qs as never)}` : req.uri;
+  const res = await egress.fetch(uri, { method: req.method ?? "GET", headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  const response = { statusCode: res.status, statusMessage: res.statusText, headers: Object.fromEntries(res.headers), body: parsed, request: { href: uri } };
+  const apiError = parsed && typeof parsed === "object" ? (parsed as { error?: unknown }).error : undefined;
+  if (apiError || res.status < 200 || res.status > 299) {
+    const e = (apiError && typeof apiError === "object" ? apiError : {}) as { code?: number; message?: string; errors?: unknown[] };
+    return [Object.assign(new Error(e.message ?? (res.statusText || `HTTP ${res.status}`)), { code: e.code ?? res.status, errors: e.errors ?? [], response }), parsed, response];
+  }
+  return [null, parsed, response];
 }
 
 
@@ -253,7 +327,7 @@ function timestampText(v: string): string {
 }
 
 const NETWORK_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE",
+  "ENONPUBLIC", "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE",
   "ConnectionRefused", "ConnectionClosed", "FailedToOpenSocket",
 ]);
 
@@ -275,8 +349,8 @@ function failure(err: unknown): Error {
   const network = networkCode(err);
   if (network) {
     // Token requests go through gaxios (errors carry its config); API requests do not.
-    const where = (err as { config?: unknown }).config ? "The Google token endpoint" : "BigQuery";
-    return new ConnectionFailure("unreachable", `${where} could not be reached (${network}).`);
+    // One answer for a refused, closed or filtered port and a refused address (no port scanning).
+    return unreachable((err as { config?: unknown }).config ? "The Google token endpoint" : "BigQuery");
   }
   const message = String(e.message ?? "");
   if (/Could not load the default credentials/i.test(message)) {

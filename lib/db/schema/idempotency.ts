@@ -23,6 +23,13 @@ export const idempotencyKeys = pgTable(
     responseHeaders: jsonb("response_headers"),
     /** The answer's body sealed under the client's key (AES-256-GCM): it may hold a secret shown once. */
     responseBody: text("response_body"),
+    /**
+     * Written as the last statement of each transaction the claimed request commits (a fresh
+     * value each time): a COMMIT whose answer was lost is known committed when it holds that
+     * transaction's value (lib/db/requestScope.ts). Set: something committed, so the claim is
+     * never released for a second run.
+     */
+    commitMarker: text("commit_marker"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],

@@ -215,24 +215,48 @@ export const spendTool = defineTool({
 
 const point = z.object({ date: z.string(), value: z.number() });
 
+/** Cents of each (currency, day YYYY-MM-DD). */
+type ShownDays = Map<string, Map<string, number>>;
+
+function addDay(out: ShownDays, currency: string, date: string, c: number) {
+  let days = out.get(currency);
+  if (!days) out.set(currency, (days = new Map()));
+  days.set(date, (days.get(date) ?? 0) + c);
+}
+
 /**
- * The month's days as the daily bill report (cloud_bill_daily, the REST API's figures) shows
- * them: Σ total_cost in cents per day, in one currency; null when the report is hidden for the
- * organization (the caller then rounds the billing rows' days itself).
+ * The days of the billing months `months` (YYYY-MM) as the daily bill report (cloud_bill_daily,
+ * the REST API's figures) shows them — each month as the API serves it, its frozen snapshot once
+ * finalized: Σ total_cost in cents per currency and day (a day billed in two months is the sum
+ * of both months' rows). Null when the report is hidden for the organization.
  */
-async function dailyBill(ctx: ToolContext, month: string, currency: string, provider: Provider | undefined): Promise<Map<string, number> | null> {
-  try {
-    const r = await reportRows(ctx.s.handle, ctx.orgId, "cloud_bill_daily", { year: month.slice(0, 4), month: String(Number(month.slice(5, 7))), ...(provider ? { provider } : {}) }, ctx.now, {
-      reader: ctx.s.reportReader,
-      queryTimeoutMs: ctx.s.config.reportQueryTimeoutSeconds * 1000,
-    });
-    const out = new Map<string, number>();
-    for (const row of r.rows) if (row.billing_currency === currency) out.set(String(row.date), (out.get(String(row.date)) ?? 0) + toCents(Number(row.total_cost ?? 0)));
-    return out;
-  } catch (e) {
-    if (e instanceof NotFoundError) return null;
-    throw e;
+async function reportDays(ctx: ToolContext, months: string[], provider: Provider | undefined): Promise<ShownDays | null> {
+  const out: ShownDays = new Map();
+  for (const month of months) {
+    try {
+      const r = await reportRows(ctx.s.handle, ctx.orgId, "cloud_bill_daily", { year: month.slice(0, 4), month: String(Number(month.slice(5, 7))), ...(provider ? { provider } : {}) }, ctx.now, {
+        reader: ctx.s.reportReader,
+        queryTimeoutMs: ctx.s.config.reportQueryTimeoutSeconds * 1000,
+      });
+      for (const row of r.rows) addDay(out, String(row.billing_currency), String(row.date), toCents(Number(row.total_cost ?? 0)));
+    } catch (e) {
+      if (e instanceof NotFoundError && e.code === "period_not_available") continue;
+      if (e instanceof NotFoundError) return null;
+      throw e;
+    }
   }
+  return out;
+}
+
+/**
+ * The same days by the same rounding from the billing rows (cost queries over whole months:
+ * per invoice, as the report), when the report is hidden or not built for some of the rows.
+ */
+async function costDays(ctx: ToolContext, w: CostWindow, provider: Provider | undefined): Promise<ShownDays> {
+  const read = await spendByTime(ctx, w, "day", { provider }, Number.MAX_SAFE_INTEGER);
+  const out: ShownDays = new Map();
+  for (const r of read.rows) addDay(out, r.currency, r.keys.day!, toCents(r.effective_cost));
+  return out;
 }
 
 export const forecastTool = defineTool({
@@ -262,15 +286,15 @@ export const forecastTool = defineTool({
       stale_providers: z.array(z.string()).describe("Providers whose data stopped over 7 days before the freshest: not waited for."),
       one_off_days: z.array(z.string()).describe("Complete days left out of the fit as one-off (e.g. a monthly tax or credit): their residual exceeded 5 robust standard deviations."),
       days: z.number().int().describe("Days fitted (from the first day with data to the last complete day; days without rows count as zero)."),
-      total: z.number(),
+      total: z.number().describe("Σ of the fitted days as shown: each day in the cents of the daily bill report (cloud_bill_daily), summed over the billing months billing it."),
     }),
     forecast: z.object({ start_date: z.string().nullable(), days: z.number().int(), total: z.number(), total_low_80: z.number(), total_high_80: z.number(), trend_per_day: z.number(), daily: z.array(point) }),
     month_end: z
       .object({
         month: z.string(),
-        actual_to_date: z.number().describe("Σ of the month's complete days as shown in actual_daily: the cents of the daily bill report (cloud_bill_daily) of each day."),
+        actual_to_date: z.number().describe("Σ of the month's complete days as shown in actual_daily: the cents of the daily bill report (cloud_bill_daily) of each day, as in the history."),
         actual_days: z.number().int(),
-        actual_source: z.enum(["cloud_bill_daily", "billing_rows"]).describe("Where the actual days' cents come from: the daily bill report (as the REST API shows them), or the billing rows' days rounded each when that report is hidden or not built."),
+        actual_source: z.enum(["cloud_bill_daily", "billing_rows"]).describe("Where the days' cents (history and actuals) come from: the daily bill report (as the REST API shows them), or the billing rows rounded by the same rule (per invoice, whole months) when that report is hidden or not built for them."),
         actual_daily: z.array(point),
         forecast_remaining: z.number().describe("Σ of the forecast of the month's remaining days (each rounded to cents), today included."),
         remaining_days: z.number().int(),
@@ -283,8 +307,23 @@ export const forecastTool = defineTool({
     const today = new Date(Date.UTC(ctx.now.getUTCFullYear(), ctx.now.getUTCMonth(), ctx.now.getUTCDate()));
     const from = new Date(today.getTime() - a.history_days * DAY);
     // Today is read too (to say it was left out and how far the data reaches), never fitted.
-    const all = await spendBy(ctx.s.db, ctx.orgId, { provider: a.provider, from, to: new Date(today.getTime() + DAY), groupBy: "day" });
-    const byCurrency = totalsByCurrency(all.map((r) => ({ currency: r.currency, effective_cost: r.effective_cost })), ["effective_cost"]);
+    const to = new Date(today.getTime() + DAY);
+    const all = await spendBy(ctx.s.db, ctx.orgId, { provider: a.provider, from, to, groupBy: "day" });
+    // The days' money as the daily bill report shows it, over every billing month the window's
+    // rows can be billed in (from the month before, as spendBy reads); the same rounding from the
+    // billing rows when the report is hidden or lacks a day the rows have (summaries not built).
+    const months: string[] = [];
+    for (let m = utcMonth(from, -1); m < to; m = utcMonth(m, 1)) months.push(ymd(m).slice(0, 7));
+    let shownDays = await reportDays(ctx, months, a.provider);
+    const fromReport = shownDays !== null && all.every((r) => r.key === null || shownDays!.get(r.currency)?.has(r.key));
+    if (!fromReport) shownDays = await costDays(ctx, { from: utcMonth(from, -1), to: utcMonth(to, 1) }, a.provider);
+    const first = ymd(from);
+    const last = ymd(today);
+    const inWindow = (d: string) => d >= first && d <= last;
+    const byCurrency = [...shownDays!]
+      .map(([cur, days]) => ({ currency: cur, effective_cost: fromCents([...days].reduce((acc, [d, c]) => acc + (inWindow(d) ? c : 0), 0)) }))
+      .filter((x) => all.some((r) => r.currency === x.currency))
+      .sort((x, y) => x.currency.localeCompare(y.currency));
     const currency = a.currency ?? [...byCurrency].sort((x, y) => y.effective_cost - x.effective_cost || x.currency.localeCompare(y.currency))[0]?.currency ?? null;
     const rows = all.filter((r) => r.key && r.currency === currency);
 
@@ -295,8 +334,8 @@ export const forecastTool = defineTool({
       ends.set(r.provider, r.data_end !== null && (prev === null || Date.parse(r.data_end) > Date.parse(prev)) ? r.data_end : prev);
     }
     const c = lastCompleteDay(ctx.now, [...ends].map(([provider, data_end]) => ({ provider, data_end })));
-    const points: DailyPoint[] = rows.map((r) => ({ date: r.key!, value: r.effective_cost }));
-    const dates = [...new Set(points.map((p) => p.date))].sort();
+    const points: DailyPoint[] = [...(shownDays!.get(currency ?? "") ?? [])].filter(([d]) => inWindow(d)).map(([date, c]) => ({ date, value: fromCents(c) }));
+    const dates = [...new Set(rows.map((r) => r.key!))].sort();
     const lastData = dates.length ? dates[dates.length - 1]! : null;
     const excluded = dates.filter((d) => d > c.last_complete_date);
     const f = forecastSpend(points, a.horizon_days, { through: c.last_complete_date });
@@ -308,12 +347,8 @@ export const forecastTool = defineTool({
       const month = ymd(ctx.now).slice(0, 7);
       const m = monthEnd(f.series, (start, n) => predict(f.model, start, n), month, c.last_complete_date);
       // Every part is shown in cents and the sums are the sums of the shown days: the actual days
-      // as the daily bill report shows them (its cents), the forecast days rounded each.
-      // (The billing rows' own days, each rounded, when the report is hidden or has no row of the
-      // month in this currency while the rows have some: its summaries not built yet.)
-      const bill = m.actual.length ? await dailyBill(ctx, month, currency!, a.provider) : null;
-      const fromReport = bill !== null && bill.size > 0;
-      const actualDaily = m.actual.map((p) => ({ date: p.date, value: fromReport ? fromCents(bill.get(p.date) ?? 0) : cents(p.value) }));
+      // as the history has them (the daily bill report's cents), the forecast days rounded each.
+      const actualDaily = m.actual.map((p) => ({ date: p.date, value: cents(p.value) }));
       const remainingDaily = m.remaining.map((p) => ({ date: p.date, value: cents(p.value) }));
       const actual = toCents(sumCents(actualDaily.map((p) => p.value)));
       const remaining = toCents(sumCents(remainingDaily.map((p) => p.value)));

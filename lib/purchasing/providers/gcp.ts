@@ -162,12 +162,12 @@ export function gcpPurchaser(config: GcpPurchasingConfig, secrets: GcpPurchasing
     }
   }
 
-  /** Polls the insert's operation until Compute has finished it, or the wait runs out. */
+  /** Polls the insert's operation until Compute has finished it, or the wait runs out (asked at least once, however slow the start). */
   async function finished(spec: CommitmentSpec, operation: Operation): Promise<Operation> {
     const { operations } = await connect();
     const deadline = Date.now() + operationTimeoutMs;
     for (let attempt = 0; operation.status !== "DONE"; attempt++) {
-      if (Date.now() >= deadline) {
+      if (attempt > 0 && Date.now() >= deadline) {
         throw new PurchaseFailure("unreachable", `Compute is still creating commitment ${spec.name} in ${spec.region}; a later run finds it by its name.`, true);
       }
       // wait answers early when Compute is busy; back off rather than spin.

@@ -141,8 +141,10 @@ export const questions: EvalQuestion[] = [
       expect(f.forecast.start_date).toBe("2026-06-17");
       expectCents(f.month_end.forecast_remaining, sumShown(f.forecast.daily.filter((p: any) => p.date.startsWith("2026-06")).map((p: any) => p.value)));
       expectCents(f.month_end.projected_total, sumShown([f.month_end.actual_to_date, f.month_end.forecast_remaining]));
-      // The demo data repeats its week: the back-test is at least as good as seasonal naive.
-      expect(f.backtest.wape).toBeLessThanOrEqual(f.backtest.baseline_wape + 1e-6);
+      // The demo data repeats its week: the back-test is at least as good as seasonal naive, up
+      // to the cents the history's days are shown in (the report's largest remainder moves a cent
+      // between days, so the week repeats to the cent only: a WAPE of a few 1e-5 either way).
+      expect(f.backtest.wape).toBeLessThanOrEqual(f.backtest.baseline_wape + 1e-4);
     },
   },
   {

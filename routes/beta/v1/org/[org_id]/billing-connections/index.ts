@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { pageOfArray, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
+import { LimitAliasField, pageOfArray, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { createConnection, deleteConnection, getConnection, listConnections, listRuns, updateConnection } from "../../../../../../lib/connections/service.ts";
 import { requestSync, runDueSyncs } from "../../../../../../lib/connections/sync.ts";
 import { testConnection } from "../../../../../../lib/connections/probe.ts";
@@ -84,7 +84,7 @@ export default defineRoutes((s, prefix) => {
     .get("/:connection_id/runs", async (ctx) => pagedList(ctx, s.config.publicUrl, (p) => listRuns(s.db, ctx.principal.orgId, ctx.params.connection_id, p)), {
       scope: "connections:read",
       params: ConnectionParams,
-      query: t.Object(PageQueryFields),
+      query: t.Object({ ...PageQueryFields, ...LimitAliasField }),
       response: { 200: t.Array(RunView) },
       detail: { tags, summary: "The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error" },
     });

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
-import { PageQueryFields, pagedList } from "../../../../../../lib/http/paging.ts";
+import { PageQueryFields, pageField, pagedList } from "../../../../../../lib/http/paging.ts";
 import { searchCatalogSkus } from "../../../../../../lib/catalog/search.ts";
 import { ensurePublicCatalogOnce } from "../../../../../../lib/catalog/seed.ts";
 import { Text } from "../../../../../../lib/http/text.ts";
@@ -15,7 +15,7 @@ const SearchQuery = t.Object({
   service: t.Optional(Text({ maxLength: 100 })),
   instance_type: t.Optional(Text({ maxLength: 100 })),
   page: PageQueryFields.page,
-  page_size: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: CATALOG_PAGE_SIZE })),
+  page_size: pageField("page_size", 200, CATALOG_PAGE_SIZE, "Rows per page (1–200)"),
 });
 
 /** Catalog search: the public catalog plus the organization's custom-priced SKUs. */

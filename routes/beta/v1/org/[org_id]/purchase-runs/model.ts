@@ -6,7 +6,7 @@ import { RUN_STATUSES } from "../../../../../../lib/purchasing/runs.ts";
 
 export const ListRunsQuery = t.Object({
   template_id: t.Optional(t.String({ format: "uuid", description: "Only the runs of this template" })),
-  status: t.Optional(TextEnum(RUN_STATUSES, { description: "`pending` (claimed, not finished or being retried), `done` or `failed` (given up after repeated errors)" })),
+  status: t.Optional(TextEnum(RUN_STATUSES, { description: "`pending` (claimed, not finished or being retried), `done` or `failed` (given up after repeated errors, or at once when the billing data cannot be planned on, e.g. monthly-grain usage)" })),
   ...PageQueryFields,
 });
 

@@ -2,9 +2,8 @@ import { t } from "elysia";
 import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts";
 import { approvePurchase, getPurchase, pagePurchases, rejectPurchase } from "../../../../../../lib/purchasing/orders.ts";
 import { pagedList } from "../../../../../../lib/http/paging.ts";
-import { processPurchaseItems } from "../../../../../../lib/purchasing/executor.ts";
+import { buyInBackground } from "../../../../../../lib/purchasing/executor.ts";
 import type { Principal } from "../../../../../../lib/auth/principal.ts";
-import { errorForLog } from "../../../../../../lib/log.ts";
 import { DecisionBody, ListPurchasesQuery, Purchase, PurchaseParams, PurchaseSummary } from "./model.ts";
 
 const tags = ["Purchases"];
@@ -33,7 +32,7 @@ export default defineRoutes((s, prefix) =>
       async ({ principal, params, body }) => {
         const p = await approvePurchase(s, principal.orgId, params.purchase_id, { by: decider(principal), note: body?.note });
         // Bought here at once unless another replica is faster; any replica's auto-purchase job takes what is left.
-        processPurchaseItems(s, { purchaseId: p.id }).catch((e) => s.log.error("purchase after approval failed", { purchase_id: p.id, error: errorForLog(e) }));
+        buyInBackground(s, p.id);
         return p;
       },
       {
