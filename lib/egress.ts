@@ -9,7 +9,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
 import { isIP } from "node:net";
-import { checkedAddresses, checkedLookup, isPublicAddress, NonPublicHostError, type HostAddress } from "./hosts.ts";
+import { bareHost, checkedAddresses, checkedLookup, isPublicAddress, NonPublicHostError, type HostAddress } from "./hosts.ts";
 
 export interface Egress {
   /** Agents for an SDK's own HTTP client (AWS NodeHttpHandler, Azure pipeline). */
@@ -23,6 +23,22 @@ export interface Egress {
 
 type Callback = (err: Error | null, stream: Duplex) => void;
 
+/** A connection an org's host does not complete in this long fails as a refused one does (a filtered port tells nothing). */
+export const EGRESS_CONNECT_TIMEOUT_MS = 10_000;
+/** A request through `Egress.fetch` given no signal of its own is abandoned after this long. */
+const EGRESS_REQUEST_TIMEOUT_MS = 120_000;
+
+/** Ends a socket that has not connected within EGRESS_CONNECT_TIMEOUT_MS. */
+function boundConnect<S extends Duplex | undefined>(socket: S): S {
+  if (!socket) return socket;
+  const timer = setTimeout(() => socket.destroy(Object.assign(new Error("connect timed out"), { code: "ETIMEDOUT" })), EGRESS_CONNECT_TIMEOUT_MS);
+  (timer as any).unref?.();
+  const done = () => clearTimeout(timer);
+  socket.once("connect", done);
+  socket.once("close", done);
+  return socket;
+}
+
 /**
  * Resolves and checks the hosts of `urls` (throws NonPublicHostError, or the resolver's error)
  * and returns agents that connect only to checked addresses.
@@ -31,7 +47,7 @@ export async function openEgress(urls: (string | null | undefined)[], allowPriva
   const pinned = new Map<string, HostAddress[]>();
   for (const url of urls) {
     if (!url) continue;
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.+$/, "");
+    const host = bareHost(new URL(url).hostname);
     if (!pinned.has(host)) pinned.set(host, await checkedAddresses(host, allowPrivate));
   }
   const lookup = checkedLookup(allowPrivate, pinned);
@@ -44,14 +60,14 @@ export async function openEgress(urls: (string | null | undefined)[], allowPriva
     override createConnection(options: http.ClientRequestArgs, callback?: Callback) {
       const err = refused(options);
       if (err) return void process.nextTick(() => callback?.(err, undefined as never));
-      return super.createConnection(options, callback);
+      return boundConnect(super.createConnection(options, callback) as Duplex | undefined);
     }
   }
   class CheckedHttpsAgent extends https.Agent {
     override createConnection(options: http.ClientRequestArgs, callback?: Callback) {
       const err = refused(options);
       if (err) return void process.nextTick(() => callback?.(err, undefined as never));
-      return super.createConnection(options, callback);
+      return boundConnect(super.createConnection(options, callback) as Duplex | undefined);
     }
   }
   const httpAgent = new CheckedHttpAgent({ keepAlive: true, lookup });
@@ -78,7 +94,7 @@ async function agentFetch(agentFor: (url: URL) => http.Agent, input: string | UR
   return new Promise<Response>((resolve, reject) => {
     const request = (url.protocol === "https:" ? https : http).request(
       url,
-      { method: init.method ?? "GET", headers: Object.fromEntries(headers), agent: agentFor(url), signal: init.signal ?? undefined },
+      { method: init.method ?? "GET", headers: Object.fromEntries(headers), agent: agentFor(url), signal: init.signal ?? AbortSignal.timeout(EGRESS_REQUEST_TIMEOUT_MS) },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));

@@ -1,7 +1,9 @@
 /**
  * Hosts by where they are. The one rule for hosts an org's settings name (billing and purchasing
  * connections' endpoints, a GCP key's token_uri): the server calls them only at public addresses,
- * checked after resolving the name, and connects to exactly the addresses it checked.
+ * checked after resolving the name. Billing connections check them again at every connection and
+ * connect to exactly the addresses checked (lib/egress.ts); purchasing connections check them
+ * when they are saved (their providers' SDKs connect on their own).
  */
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { lookup as dnsLookup } from "node:dns/promises";
@@ -55,6 +57,9 @@ export function isPublicAddress(address: string): boolean {
   }
 }
 
+/** The cloud providers' own names (S3 and its regional/bucket names, Blob Storage, Google APIs). */
+const PROVIDER_NAME = /(^|\.)(amazonaws\.com|amazonaws\.com\.cn|core\.windows\.net|googleapis\.com)$/;
+
 /** Names that are never public, whatever a resolver says: this machine, mDNS, private-use TLDs, GCP's metadata server. */
 const NON_PUBLIC_NAME = /(^|\.)(localhost|local|internal|home\.arpa)$/;
 
@@ -81,7 +86,7 @@ export class NonPublicHostError extends Error {
 }
 
 /** `URL.hostname` as a name or an address: brackets off, lower case, no trailing dot. */
-function bareHost(hostname: string): string {
+export function bareHost(hostname: string): string {
   return hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.+$/, "");
 }
 
@@ -102,7 +107,9 @@ export async function checkedAddresses(hostname: string, allowPrivate: boolean):
   if (!allowPrivate && (NON_PUBLIC_NAME.test(host) || !host)) throw new NonPublicHostError();
   const addresses = await resolver(host);
   if (!addresses.length) throw Object.assign(new Error(`${host} has no address`), { code: "ENOTFOUND" });
-  if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) throw new NonPublicHostError();
+  // A provider's own name resolves where the operator's DNS says (PrivateLink, Private Endpoints
+  // map them to private addresses on purpose); an org cannot make it resolve elsewhere.
+  if (!allowPrivate && !PROVIDER_NAME.test(host) && addresses.some((a) => !isPublicAddress(a.address))) throw new NonPublicHostError();
   return addresses;
 }
 

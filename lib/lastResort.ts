@@ -14,3 +14,22 @@ export function keepServingOnUncaughtErrors(log: Logger, proc: Pick<NodeJS.Proce
     log.error("unhandled promise rejection (the process keeps serving)", { error: errorForLog(e) });
   });
 }
+
+/**
+ * A command (the CLI) ends on an error that escapes every handler (a driver's timer after its
+ * connection died) as on any failure: `report` says it once, in one line, and the process exits 1.
+ * Returns what to call once the command reported its failure itself (then nothing more is said).
+ */
+export function endOnUncaughtErrors(report: (e: unknown) => void, proc: Pick<NodeJS.Process, "on" | "exit"> = process): () => void {
+  let reported = false;
+  const fatal = (e: unknown) => {
+    if (!reported) report(e);
+    reported = true;
+    proc.exit(1);
+  };
+  proc.on("uncaughtException", fatal);
+  proc.on("unhandledRejection", fatal);
+  return () => {
+    reported = true;
+  };
+}

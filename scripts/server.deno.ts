@@ -8,11 +8,13 @@ import { createApp } from "../lib/http/app.ts";
 import { seedDemo } from "../lib/demo/seed.ts";
 import { fetchHandler } from "../lib/http/entry.ts";
 import { rememberPeerAddress } from "../lib/oauth/peerAddress.ts";
+import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
 
 declare const Deno: any;
 
 const config = loadConfig();
 const log = createLogger(config.logLevel);
+keepServingOnUncaughtErrors(log);
 const handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true });
 const s = createServices(handle, config, log);
 const app = createApp(s);

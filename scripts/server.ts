@@ -8,6 +8,10 @@ import { createServices } from "../lib/services.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { listen } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
+import { backgroundPurchasesSettled } from "../lib/purchasing/executor.ts";
+
+/** How long a stopping server waits for the purchases its approvals started. */
+const SHUTDOWN_PURCHASES_MS = 30_000;
 
 /** Bun's error when the port is taken (EADDRINUSE; its message asks "Is port … in use?"). */
 function isAddressInUse(e: unknown): boolean {
@@ -75,6 +79,9 @@ export async function serve() {
     stopping = true;
     log.info("shutting down", { signal });
     await server.stop(false); // stop accepting; in-flight requests finish
+    // An approval's purchase started here records what the provider sold before the pool closes
+    // (else it waits for the 600 s lease and recovery); bounded like the pool's own drain.
+    await Promise.race([backgroundPurchasesSettled(s), new Promise((r) => setTimeout(r, SHUTDOWN_PURCHASES_MS))]);
     await handle.close().catch(() => {});
     process.exit(0);
   };

@@ -25,7 +25,6 @@ export async function createApiKey(
   if (bad.length) throw new ValidationError(`Unknown scope(s): ${bad.join(", ")}. Known: ${SCOPES.join(", ")}.`, { scopes: bad.map((s) => `unknown scope ${s}`) });
   const key = newSecret(API_KEY_PREFIX);
   const prefix = key.slice(0, 10);
-  unknownKeys.forget(hashSecret(key));
   const [row] = await db
     .insert(apiKeys)
     .values({ orgId: input.orgId, name: input.name ?? "API key", prefix, keyHash: hashSecret(key), scopes, createdBy: input.createdBy ?? null })
@@ -51,7 +50,7 @@ export const UNKNOWN_KEY_LIMIT = 10_000;
  * UNKNOWN_KEY_TTL_MS: a client retrying a wrong key, or a scanner, costs one lookup per key per
  * 30 s instead of one per request. Per process; it can never deny a valid key: a key is 32 random
  * bytes, so its digest cannot have been looked up before the key was created (on any replica),
- * and a revoked key never becomes valid again. A key created here is forgotten all the same.
+ * and a revoked key never becomes valid again.
  * Keys refused for their creator having left the org are not remembered (re-adding the member
  * restores them at once).
  */
@@ -71,10 +70,6 @@ class UnknownKeys {
     this.until.set(digest, now + UNKNOWN_KEY_TTL_MS);
     // A Map keeps insertion order: the first entries are the oldest.
     while (this.until.size > UNKNOWN_KEY_LIMIT) this.until.delete(this.until.keys().next().value!);
-  }
-
-  forget(digest: string): void {
-    this.until.delete(digest);
   }
 }
 

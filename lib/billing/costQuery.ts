@@ -22,7 +22,7 @@ import type { DbOrTx } from "../db/index.ts";
 import { ValidationError } from "../errors.ts";
 import { fromCents, toCents } from "../pricing/display.ts";
 import { cents } from "../pricing/index.ts";
-import { shownSql, type FieldDescriptor, type MoneyRounding } from "../reports/catalog.ts";
+import { BILL_PARTS, billTotal, shownSql, type FieldDescriptor, type MoneyRounding } from "../reports/catalog.ts";
 import { chargeWindowWhere, listCommitments, listLinkedAccounts, SQLX, type CommitmentView } from "./queries.ts";
 import { queryRows, type Provider } from "./sql.ts";
 
@@ -63,30 +63,14 @@ export const MONEY_FIELDS = ["effective_cost", "billed_cost", "list_cost", "onde
 export type MoneyField = (typeof MONEY_FIELDS)[number];
 
 /**
- * As the cloud_bill reports: on-demand, commitment and other are rounded together (their sum
- * over an invoice is its exact effective cost to the cent, and so is the commitment cost) and
- * effective_cost is the sum of the three as shown; billed and list cost are rounded on their own.
+ * As the cloud_bill reports (their BILL_PARTS): on-demand, commitment and other are rounded
+ * together (their sum over an invoice is its exact effective cost to the cent, and so is the
+ * commitment cost) and effective_cost is the sum of the three as shown; billed and list cost are
+ * rounded on their own.
  */
 const ROUNDING: MoneyRounding = {
-  groups: [
-    [
-      { column: "ondemand_cost", sign: 1 },
-      { column: "commitment_cost", sign: 1, own: true },
-      { column: "other_cost", sign: 1 },
-    ],
-    [{ column: "billed_cost", sign: 1 }],
-    [{ column: "list_cost", sign: 1 }],
-  ],
-  derived: [
-    {
-      column: "effective_cost",
-      terms: [
-        { column: "ondemand_cost", sign: 1 },
-        { column: "commitment_cost", sign: 1 },
-        { column: "other_cost", sign: 1 },
-      ],
-    },
-  ],
+  groups: [[...BILL_PARTS], [{ column: "billed_cost", sign: 1 }], [{ column: "list_cost", sign: 1 }]],
+  derived: [billTotal("effective_cost")],
 };
 
 const field = (name: string, type: FieldDescriptor["type"] = "string"): FieldDescriptor => ({ name, type, description: name });

@@ -87,17 +87,22 @@ const PRIVATE_ENDPOINT = "must not point at a loopback, private, link-local or o
 export async function endpointErrors(config: Record<string, unknown>, secrets: Record<string, unknown>, allowPrivateEndpoints: boolean): Promise<FieldErrors> {
   const errors: FieldErrors = {};
   if (allowPrivateEndpoints) return errors;
+  // The names are resolved at once, not one after another.
+  const checks: Promise<void>[] = [];
   for (const f of URL_FIELDS) {
     const v = config[f];
-    if (typeof v === "string" && v && !(await isPublicUrl(v, false))) errors[`config.${f}`] = [PRIVATE_ENDPOINT];
+    if (typeof v === "string" && v) checks.push(isPublicUrl(v, false).then((ok) => void (ok || (errors[`config.${f}`] = [PRIVATE_ENDPOINT]))));
   }
   if (typeof secrets.service_account_key === "string" && secrets.service_account_key) {
     let tokenUri: string | undefined;
     try {
       tokenUri = parseServiceAccountKey(secrets.service_account_key).token_uri;
     } catch {}
-    if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL && !(await isPublicUrl(tokenUri, false))) errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`];
+    if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL) {
+      checks.push(isPublicUrl(tokenUri, false).then((ok) => void (ok || (errors["secrets.service_account_key"] = [`its token_uri ${PRIVATE_ENDPOINT}`]))));
+    }
   }
+  await Promise.all(checks);
   return errors;
 }
 

@@ -26,7 +26,7 @@ export class ConnectionFailure extends Error {
  * cannot tell an open port from a closed one.
  */
 export function unreachable(what: string): ConnectionFailure {
-  return new ConnectionFailure("unreachable", `${what} could not be reached (no connection could be made to a public address it resolves to). Check the URL and that the service admits connections from this server.`);
+  return new ConnectionFailure("unreachable", `${what} could not be reached (no connection could be made to an address it resolves to). Check the URL and that the service admits connections from this server.`);
 }
 
 /** How a reader may connect. */

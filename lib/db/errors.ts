@@ -101,3 +101,21 @@ export function isConnectionLost(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Runs `run` until the database answers it: again every `everyMs` while it fails as unavailable
+ * (an outage), for up to `forMs`; any other failure, or the last one, is thrown. For work that
+ * must happen once the database is back (a request's commit outcome, a key's release), not for
+ * a request waiting on its answer.
+ */
+export async function whenDatabaseAnswers<T>(run: () => Promise<T>, opts: { everyMs: number; forMs: number }): Promise<T> {
+  const until = performance.now() + opts.forMs;
+  for (;;) {
+    try {
+      return await run();
+    } catch (e) {
+      if (!isDatabaseUnavailable(e) || performance.now() + opts.everyMs > until) throw e;
+      await new Promise((r) => (setTimeout(r, opts.everyMs) as any).unref?.());
+    }
+  }
+}

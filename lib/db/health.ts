@@ -1,4 +1,4 @@
-import type { Logger } from "../log.ts";
+import { errorForLog, type Logger } from "../log.ts";
 import { ConnectionLostError, DatabaseUnreachableError, isDatabaseUnavailable, StatementDeadlineError } from "./errors.ts";
 
 /**
@@ -57,6 +57,8 @@ export interface WatchedOp {
   onDeadline(cancel: () => void): void;
   /** Its own deadline (a transaction's `SET LOCAL statement_timeout`, a stream's); 0: none. */
   setDeadline(ms: number): void;
+  /** Answers the caller with `error` now; the driver finishes the operation on its own (a ROLLBACK on a silent connection). */
+  giveUp(error: unknown): void;
 }
 
 class Op implements WatchedOp {
@@ -86,6 +88,9 @@ class Op implements WatchedOp {
   }
   setDeadline(ms: number) {
     this.deadlineMs = ms;
+  }
+  giveUp(e: unknown) {
+    this.fail(e);
   }
   fail(e: unknown) {
     if (this.settled) return;
@@ -196,6 +201,10 @@ export class DatabaseHealth {
     const now = performance.now();
     let stalled = false;
     for (const op of this.ops) {
+      if (op.settled) {
+        this.ops.delete(op);
+        continue;
+      }
       if (op.waitingSince === null) continue;
       const waited = now - op.waitingSince;
       if (waited >= this.settings.stallMs) stalled = true;
@@ -221,7 +230,7 @@ export class DatabaseHealth {
     if (this.probing || this.closed || this.state === "down") return;
     this.lastProbeAt = performance.now();
     this.probing = this.runProbe(reason)
-      .catch((e) => this.log.error("database probe failed unexpectedly", { error: describe(e) }))
+      .catch((e) => this.log.error("database probe failed unexpectedly", { error: errorForLog(e) }))
       .finally(() => {
         this.probing = null;
       });
@@ -338,7 +347,7 @@ export class DatabaseHealth {
     try {
       this.onRetire();
     } catch (e) {
-      this.log.error("database pool could not be replaced", { error: describe(e) });
+      this.log.error("database pool could not be replaced", { error: errorForLog(e) });
     }
   }
 
@@ -347,7 +356,7 @@ export class DatabaseHealth {
     this.downSince = performance.now();
     this.log.warn("database unreachable: failing requests fast until a probe succeeds", {
       reason,
-      error: describe(error),
+      error: errorForLog(error),
       probe_interval_ms: this.settings.probeIntervalMs,
     });
     this.retire(new DatabaseUnreachableError());
@@ -392,9 +401,4 @@ export class DatabaseHealth {
 function codeOf(e: unknown): string {
   const x = e as any;
   return String(x?.code ?? x?.cause?.code ?? "unknown");
-}
-
-function describe(e: unknown) {
-  const x = e as any;
-  return { code: x?.code, message: typeof x?.message === "string" ? x.message : String(e) };
 }

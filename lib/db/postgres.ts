@@ -6,7 +6,7 @@ import net from "node:net";
 import { randomUUID } from "node:crypto";
 import { DatabaseHealth, type ProbeConnection, type WatchedOp } from "./health.ts";
 import { currentRequestScope, type CommitWitness } from "./requestScope.ts";
-import { isConnectionLost, isDatabaseUnavailable, QueryTimeoutError } from "./errors.ts";
+import { isConnectionLost, isDatabaseUnavailable, QueryTimeoutError, whenDatabaseAnswers } from "./errors.ts";
 import { createLogger, parseLogLevel, type Logger } from "../log.ts";
 import { nonNegativeInt, positiveInt } from "../config.ts";
 
@@ -299,6 +299,10 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
             let value: any;
             try {
               value = await fn(watchedTx(tx, state), op, tx);
+            } catch (e) {
+              // Its connection is gone or silent: the ROLLBACK would wait on it too; the caller need not.
+              if (isDatabaseUnavailable(e)) op.giveUp(e);
+              throw e;
             } finally {
               // Waiting on the server again: the marker, then the COMMIT.
               op.setDeadline(state.deadlineMs);
@@ -325,20 +329,11 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
   };
 
   /** Whether the transaction that carried `marker` committed: asked until the database answers (up to COMMIT_OUTCOME_WAIT_MS). */
-  const commitOutcome = async (witness: CommitWitness, marker: string): Promise<boolean> => {
-    const until = performance.now() + COMMIT_OUTCOME_WAIT_MS;
-    for (;;) {
-      try {
-        return await witness.committed(marker);
-      } catch (e) {
-        if (!isDatabaseUnavailable(e) || performance.now() > until) {
-          log.warn("the outcome of a commit could not be learned; its request ended as failed", { error: (e as any)?.code });
-          return false;
-        }
-        await new Promise((r) => setTimeout(r, cfg.probeIntervalMs));
-      }
-    }
-  };
+  const commitOutcome = (witness: CommitWitness, marker: string): Promise<boolean> =>
+    whenDatabaseAnswers(() => witness.committed(marker), { everyMs: cfg.probeIntervalMs, forMs: COMMIT_OUTCOME_WAIT_MS }).catch((e) => {
+      log.warn("the outcome of a commit could not be learned; its request ended as failed", { error: (e as any)?.code });
+      return false;
+    });
   const begin = (a: any, b?: any): Promise<any> => (b ? beginWatched(a, (tx) => b(tx)) : beginWatched(undefined, (tx) => a(tx)));
 
   const poolUnsafe = unsafeOf(() => pool, () => statementDeadlineMs, true);

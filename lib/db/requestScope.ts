@@ -33,3 +33,8 @@ export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
 export function currentRequestScope(): RequestScope | undefined {
   return storage.getStore();
 }
+
+/** Runs `fn` (work a request starts but does not wait for) outside any request's scope. */
+export function outsideRequestScope<T>(fn: () => T): T {
+  return storage.exit(fn);
+}

@@ -11,7 +11,7 @@ import {
   releaseIdempotencyKey,
 } from "../idempotency/store.ts";
 import { currentRequestScope } from "../db/requestScope.ts";
-import { isDatabaseUnavailable } from "../db/index.ts";
+import { isDatabaseUnavailable, whenDatabaseAnswers } from "../db/index.ts";
 import { openResponseBody, requestFingerprint, sealResponseBody, storedKeyOf, type KeyScope } from "../idempotency/seal.ts";
 import type { Principal } from "../auth/principal.ts";
 
@@ -164,21 +164,12 @@ export class IdempotencyKeys {
    */
   private async release(_request: Request, claim: Claim): Promise<void> {
     const attempt = () => releaseIdempotencyKey(this.db, claim.scope.orgId, claim.storedKey, claim.token);
+    const failed = (e: unknown) => void this.log.error("idempotency key release failed", { error: errorForLog(e) });
     try {
       await attempt();
     } catch (e) {
-      if (!isDatabaseUnavailable(e)) return void this.log.error("idempotency key release failed", { error: errorForLog(e) });
-      void (async () => {
-        const until = Date.now() + LEASE_SECONDS * 1000;
-        while (Date.now() < until) {
-          await new Promise((r) => setTimeout(r, RELEASE_RETRY_MS));
-          try {
-            return await attempt();
-          } catch (e2) {
-            if (!isDatabaseUnavailable(e2)) return void this.log.error("idempotency key release failed", { error: errorForLog(e2) });
-          }
-        }
-      })();
+      if (!isDatabaseUnavailable(e)) return failed(e);
+      void whenDatabaseAnswers(attempt, { everyMs: RELEASE_RETRY_MS, forMs: LEASE_SECONDS * 1000 }).catch(failed);
     }
   }
 }

@@ -3,6 +3,9 @@
  * bodies are fixed by their protocols (RFC 6749/7009/7591, JSON-RPC), not by TypeBox schemas of
  * ours, so they are written out here: a generated client still sees every operation's 2xx.
  */
+import { BATCHING_REMOVED_IN, MCP_MAX_BATCH_MESSAGES } from "../mcp/batch.ts";
+import { MAX_JSON_DEPTH } from "./jsonBody.ts";
+
 const json = (schema: Record<string, unknown>) => ({ "application/json": { schema } });
 const html = { "text/html": { schema: { type: "string" as const, description: "A server-rendered HTML page" } } };
 const seeOther = { description: "Redirect (`Location`): the next step of the flow, or the client's redirect URI with `code`/`error` and `state`" };
@@ -81,7 +84,7 @@ export const MCP_RESPONSES = {
   202: { description: "A notification or response was accepted (no body)", headers: rateLimited },
   400: {
     description:
-      "A JSON-RPC error (`id: null`): a batch on 2025-06-18 or later, over 20 messages or empty (-32600), a body that is not JSON-RPC (-32700); or the spec's error body for JSON nested deeper than 32 levels",
+      `A JSON-RPC error (\`id: null\`): a batch on ${BATCHING_REMOVED_IN} or later, over ${MCP_MAX_BATCH_MESSAGES} messages or empty (-32600), a body that is not JSON-RPC (-32700); or the spec's error body for JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
     headers: rateLimited,
     content: json({ oneOf: [jsonRpcMessage, { $ref: "#/components/schemas/ErrorBody" }] }),
   },

@@ -10,8 +10,12 @@ export const MCP_MAX_BATCH_MESSAGES = 20;
 /** MCP 2025-06-18 removed JSON-RPC batching; it and every later version get no batches. */
 export const BATCHING_REMOVED_IN = "2025-06-18";
 
-/** The version a server assumes without `MCP-Protocol-Version` (Streamable HTTP, "Protocol Version Header"). */
-const DEFAULT_PROTOCOL_VERSION = "2025-03-26";
+/**
+ * The version a server assumes without `MCP-Protocol-Version` (Streamable HTTP, "Protocol Version
+ * Header"): the SDK's DEFAULT_NEGOTIATED_PROTOCOL_VERSION, spelled here because the SDK loads
+ * lazily (a test keeps them equal).
+ */
+export const DEFAULT_PROTOCOL_VERSION = "2025-03-26";
 
 /** JSON-RPC "Invalid Request". */
 export const INVALID_REQUEST = -32600;

@@ -62,13 +62,6 @@ export async function segmentHourlyUsage(
          AND li.charge_category = 'Usage' AND (li.commitment_discount_id IS NULL OR li.commitment_discount_status = 'Used')
          AND li.instance_type IS NOT NULL AND li.region_id IS NOT NULL
          ${extra.map((e) => `AND ${e}`).join(" ")}`;
-  const [coarse] = await queryRows<{ s: string | Date; e: string | Date }>(
-    db,
-    `SELECT li.charge_period_start AS s, li.charge_period_end AS e FROM billing_line_items li
-     WHERE ${where} AND li.charge_period_end - li.charge_period_start > interval '1 day' LIMIT 1`,
-    params,
-  );
-  if (coarse) throw new CoarseUsageError(q.provider, q.from, q.to, { s: new Date(coarse.s), e: new Date(coarse.e) });
   const rows = await queryRows<any>(
     db,
     `WITH u AS (
@@ -76,13 +69,17 @@ export async function segmentHourlyUsage(
        FROM billing_line_items li
        WHERE ${where}
      )
-     SELECT floor(EXTRACT(EPOCH FROM h) - EXTRACT(EPOCH FROM $2::timestamptz))::bigint / 3600 AS idx, service_name, region_id, fam, SUM(od / n) AS cost
+     SELECT floor(EXTRACT(EPOCH FROM h) - EXTRACT(EPOCH FROM $2::timestamptz))::bigint / 3600 AS idx, service_name, region_id, fam, SUM(od / n) AS cost,
+            min(x.s) FILTER (WHERE x.e - x.s > interval '1 day') AS coarse_s, min(x.e) FILTER (WHERE x.e - x.s > interval '1 day') AS coarse_e
      FROM (SELECT u.*, GREATEST(1, CEIL(EXTRACT(EPOCH FROM (u.e - u.s)) / 3600))::int AS n FROM u) x
      CROSS JOIN LATERAL generate_series(date_trunc('hour', x.s), date_trunc('hour', x.s) + (x.n - 1) * interval '1 hour', interval '1 hour') AS h
      WHERE h >= $2::timestamptz AND h < $3::timestamptz
      GROUP BY 1, 2, 3, 4`,
     params,
   );
+  // A row spanning more than a day (monthly-grain data) is seen in the same scan: its hours are unknown.
+  const coarse = rows.find((r) => r.coarse_s != null);
+  if (coarse) throw new CoarseUsageError(q.provider, q.from, q.to, { s: new Date(coarse.coarse_s), e: new Date(coarse.coarse_e) });
   const hours = Math.max(0, Math.round((q.to.getTime() - q.from.getTime()) / HOUR));
   const groups = new Map<string, GroupUsage>();
   for (const r of rows) {

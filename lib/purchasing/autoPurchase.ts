@@ -11,11 +11,11 @@
  *    back and leaves the row pending for the next tick; a finished row is never redone.
  *    `purchases` is also unique per (template, execution date) as a last line of defence.
  */
+import { classifyError } from "../http/classifyError.ts";
 import { and, eq, isNotNull, lte } from "drizzle-orm";
 import type { Tx } from "../db/index.ts";
 import { commitmentPlanTemplates } from "../db/schema/index.ts";
 import { queryRows } from "../billing/sql.ts";
-import { AppError } from "../errors.ts";
 import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
 import { getSegment } from "../segments/service.ts";
@@ -158,7 +158,10 @@ async function executeRun(s: Services, tx: Tx, run: PendingRun, purchaser: Purch
  * retry would meet again.
  */
 function runFailureOf(e: unknown): { message: string; final: boolean } {
-  if (e instanceof AppError) return { message: e.message, final: e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429 };
+  // The one mapping of an error to what a caller is told (a database outage is a 503, a data
+  // exception a 400…): what it tells a caller is what the run records.
+  const { error, internal } = classifyError(e);
+  if (!internal) return { message: error.message, final: error.status >= 400 && error.status < 500 && error.status !== 409 && error.status !== 429 };
   let cur: unknown = e;
   // drizzle's "Failed query: <SQL> params: …" wraps the driver's error as its cause.
   while (cur instanceof Error && /^Failed query:/.test(cur.message) && cur.cause) cur = cur.cause;

@@ -28,6 +28,7 @@ import { secretBoxOf } from "../secrets/index.ts";
 import { purchasingSettingsOf } from "./connections.ts";
 import { recordEvent } from "./events.ts";
 import { lockOrderForItems, settlePurchase } from "./orders.ts";
+import { outsideRequestScope } from "../db/requestScope.ts";
 import { providerPurchaserFor } from "./providers/index.ts";
 import { PurchaseFailure, refuseAbovePlan, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
 
@@ -149,15 +150,15 @@ async function callProvider(p: ProviderPurchaser, item: ItemRow, recovering: boo
 
 const money = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? null : String(n));
 
-/** Deadlock and serialization failure: the transaction was rolled back whole and may simply run again. */
-const TRANSIENT = new Set(["40P01", "40001"]);
+/** A deadlock (the lock order below prevents it; a backstop): the transaction was rolled back whole and may simply run again. */
+const TRANSIENT = new Set(["40P01"]);
 const RECORD_TRIES = 5;
 
 /**
  * Records a provider's answer. The bought commitment must be recorded within seconds, not after
  * a lease: recording takes its locks in one order (the order row, then the item, then the event
  * and the order's status), so workers recording items of one order at once never deadlock, and a
- * transaction PostgreSQL still rolls back as a deadlock or serialization failure runs again.
+ * transaction PostgreSQL still rolls back as a deadlock runs again.
  */
 async function record(s: Services, item: ItemRow, result: Result): Promise<ItemReport> {
   for (let attempt = 1; ; attempt++) {
@@ -177,7 +178,7 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
     // The order row first: every writer of an item's outcome takes it before the item (and the
     // event, whose foreign key share-locks it), then settles the order under the same lock.
     // NO KEY UPDATE leaves the key-share locks of event inserts elsewhere (a claim's) unblocked.
-    await lockOrderForItems(tx, item.purchaseId);
+    const order = await lockOrderForItems(tx, item.purchaseId);
     const [current] = await tx.select().from(purchaseItems).where(eq(purchaseItems.id, item.id)).for("update");
     // Another worker took the item over after our lease lapsed and has already recorded it.
     if (!current || current.status !== "submitting") return { item_id: item.id, purchase_id: item.purchaseId, status: current?.status ?? "gone" };
@@ -222,7 +223,7 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
           false,
           { provider_purchase_id: o.providerPurchaseId, recovered: result.recovered },
         );
-        await settlePurchase(tx, item.purchaseId, now);
+        await settlePurchase(tx, item.purchaseId, now, order);
         return { ...base, status: "confirmed", provider_purchase_id: o.providerPurchaseId };
       }
       case "dry_run": {
@@ -231,7 +232,7 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
           .set({ status: "dry_run", offeringId: result.quote.offeringId, quotedUpfront: String(result.quote.upfront), quotedHourly: String(result.quote.hourly), currency: result.quote.currency, dryRunSummary: result.summary.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
           .where(eq(purchaseItems.id, item.id));
         await event("item_dry_run", `Item ${item.position}: dry run, nothing bought. ${result.summary}`);
-        await settlePurchase(tx, item.purchaseId, now);
+        await settlePurchase(tx, item.purchaseId, now, order);
         return { ...base, status: "dry_run" };
       }
       case "failed": {
@@ -241,7 +242,7 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
           .set({ status: "failed", failureCause: f.cause, failureMessage: f.message.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
           .where(eq(purchaseItems.id, item.id));
         await event("item_failed", `Item ${item.position}: not bought (${f.cause}): ${f.message}`, false, { cause: f.cause });
-        await settlePurchase(tx, item.purchaseId, now);
+        await settlePurchase(tx, item.purchaseId, now, order);
         return { ...base, status: "failed", failure_cause: f.cause };
       }
       case "retry": {
@@ -252,7 +253,7 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
             .set({ status: "failed", failureCause: result.cause === "internal" ? "internal" : "unreachable", failureMessage: `Gave up after ${current.attempts} attempts: ${result.message}`.slice(0, 2000), claimedBy: null, claimedUntil: null, finishedAt: now, updatedAt: now })
             .where(eq(purchaseItems.id, item.id));
           await event("item_failed", `Item ${item.position}: gave up after ${current.attempts} attempts (${result.cause}): ${result.message}`, false, { cause: result.cause });
-          await settlePurchase(tx, item.purchaseId, now);
+          await settlePurchase(tx, item.purchaseId, now, order);
           return { ...base, status: "failed", failure_cause: result.cause };
         }
         const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (current.attempts - 1));
@@ -326,7 +327,8 @@ const background = new WeakMap<Services, Set<Promise<void>>>();
 export function buyInBackground(s: Services, purchaseId: string): void {
   const running = background.get(s) ?? new Set<Promise<void>>();
   background.set(s, running);
-  const work: Promise<void> = processPurchaseItems(s, { purchaseId })
+  // Not the request's work: its transactions carry no commit marker of the approval's key.
+  const work: Promise<void> = outsideRequestScope(() => processPurchaseItems(s, { purchaseId }))
     .then(() => undefined)
     .catch((e) => s.log.error("purchase after approval failed", { purchase_id: purchaseId, error: errorForLog(e) }))
     .finally(() => running.delete(work));

@@ -291,9 +291,12 @@ export async function lockOrderForItems(tx: Tx, purchaseId: string): Promise<Pur
   return p;
 }
 
-/** The order's status once none of its items is open any more; recorded with the outcome event. */
-export async function settlePurchase(tx: Tx, purchaseId: string, now: Date): Promise<void> {
-  const p = await lockOrderForItems(tx, purchaseId);
+/**
+ * The order's status once none of its items is open any more; recorded with the outcome event.
+ * `locked`: the order row as this transaction already locked it (`lockOrderForItems`).
+ */
+export async function settlePurchase(tx: Tx, purchaseId: string, now: Date, locked?: PurchaseRow): Promise<void> {
+  const p = locked ?? (await lockOrderForItems(tx, purchaseId));
   if (!p || p.status !== "approved") return;
   const counts = await queryRows<{ status: string; n: number }>(tx, `SELECT status, count(*)::int AS n FROM purchase_items WHERE purchase_id = $1 GROUP BY status`, [purchaseId]);
   const by = Object.fromEntries(counts.map((c) => [c.status, Number(c.n)]));

@@ -192,9 +192,13 @@ const BILL_MONEY = ["ondemand_cost", "commitment_cost", "other_cost", "total_cos
  * id), so total_cost = Σ EffectiveCost is their sum; each invoice's total is exact to the cent,
  * and so is its commitment cost (the commitment reports' commitment_cost: the same figure).
  */
+/** The parts of an invoice's EffectiveCost as the bill rounds them (the cost query's too: lib/billing/costQuery.ts). */
+export const BILL_PARTS: readonly Term[] = [plus("ondemand_cost"), own("commitment_cost"), plus("other_cost")];
+/** Their sum as shown (total_cost here, effective_cost in the cost query). */
+export const billTotal = (column: string) => ({ column, terms: BILL_PARTS.map((t) => plus(t.column)) });
 const BILL_ROUNDING: MoneyRounding = {
-  groups: [[plus("ondemand_cost"), own("commitment_cost"), plus("other_cost")], [plus("billed_cost")]],
-  derived: [{ column: "total_cost", terms: [plus("ondemand_cost"), plus("commitment_cost"), plus("other_cost")] }],
+  groups: [[...BILL_PARTS], [plus("billed_cost")]],
+  derived: [billTotal("total_cost")],
 };
 const COMMIT_OUT = `${X("SUM(a.used)")} AS commitment_used_cost, ${X("SUM(a.unused_alloc)")} AS commitment_unused_allocated_cost, ${X("SUM(a.used + a.unused_alloc)")} AS commitment_cost, ${X("SUM(a.covered)")} AS covered_ondemand_cost, ${X("SUM(a.savings)")} AS savings`;
 const COMMIT_FIELDS = [F.used, F.unusedAlloc, F.commitmentCost, F.covered, F.savings];
@@ -505,8 +509,13 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
   const behind = keys.map((k) => `, x.${k} DESC NULLS LAST`).join("");
   // Each group's month total (cents) is its exact total rounded; its columns share it by largest
   // remainder (ties: in column order), so each column's total is the floor or ceiling of its own.
-  // An `own` column's total is its exact total rounded; the others share the rest of the group's
-  // total (free columns first in rk, so only they get the k extra cents; k never exceeds them).
+  // An `own` column's total is its exact total rounded; the free columns share the rest of the
+  // group's total: each its floor plus one of the k cents left (free columns first in rk, by
+  // remainder). When the own column and the group round away from zero in opposite directions
+  // (a half cent of commitment on a credit invoice), k would fall outside what the free columns'
+  // remainders can take (below 0, or above those with a remainder): the own column then takes
+  // its other neighbouring cent (`fix`) — still the floor or ceiling of its own exact total —
+  // so the group's total is always its exact total rounded.
   const targets = rounding.groups.map((g, gi) =>
     g.length === 1 ? `ROUND(s._s_${g[0]!.column}) AS _t_${g[0]!.column}` : g.map((t, i) => `g${gi}.t[${i + 1}] AS _t_${t.column}`).join(", "),
   );
@@ -514,12 +523,15 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
     g.length === 1
       ? ""
       : ` CROSS JOIN LATERAL (
-      SELECT array_agg(v.sgn * CASE WHEN v.own THEN ROUND(v.y) ELSE v.f + CASE WHEN v.rk <= v.k THEN 1 ELSE 0 END END ORDER BY v.i) AS t
-      FROM (
+      SELECT array_agg(w.sgn * CASE WHEN w.own THEN ROUND(w.y) + CASE WHEN w.orank = 1 THEN w.fix ELSE 0 END ELSE w.f + CASE WHEN w.rk <= w.k - w.fix THEN 1 ELSE 0 END END ORDER BY w.i) AS t
+      FROM (SELECT v.*, CASE WHEN v.owns = 0 THEN 0 WHEN v.k < 0 THEN -1 WHEN v.k > v.nfrac THEN 1 ELSE 0 END AS fix FROM (
         SELECT u.i, u.sgn, u.own, u.y, floor(u.y) AS f, row_number() OVER (ORDER BY u.own, u.y - floor(u.y) DESC, u.i) AS rk,
-          ROUND(SUM(u.y) OVER ()) - SUM(CASE WHEN u.own THEN ROUND(u.y) ELSE floor(u.y) END) OVER () AS k
+          row_number() OVER (PARTITION BY u.own ORDER BY u.i) AS orank,
+          ROUND(SUM(u.y) OVER ()) - SUM(CASE WHEN u.own THEN ROUND(u.y) ELSE floor(u.y) END) OVER () AS k,
+          count(*) FILTER (WHERE NOT u.own AND u.y > floor(u.y)) OVER () AS nfrac,
+          count(*) FILTER (WHERE u.own) OVER () AS owns
         FROM unnest(ARRAY[${g.map((t) => `${t.sign} * s._s_${t.column}`).join(", ")}]::numeric[], ARRAY[${g.map((t) => t.sign).join(", ")}]::int[], ARRAY[${g.map((t) => (t.own ? "true" : "false")).join(", ")}]::boolean[]) WITH ORDINALITY AS u(y, sgn, own, i)
-      ) v
+      ) v) w
     ) g${gi}`,
   );
   // IS NOT DISTINCT FROM: a NULL partition value (no known billing account) is a partition too;

@@ -1,3 +1,4 @@
+import { endOnUncaughtErrors } from "../../lib/lastResort.ts";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
@@ -72,23 +73,15 @@ export async function runCli(argv: string[]): Promise<number> {
   // A command without a database (a generator writing a file) gets services whose database
   // access fails loudly instead of opening (and locking) the embedded one.
   const s = handle ? createServices(handle, config, log) : createServices(noDatabase, config, log);
-  // An error no await caught (a driver's timer after its connection died) ends the command as
-  // any failure does: one line and exit 1, never a stack — and nothing more once it was reported.
-  let reported = false;
-  const fatal = (e: unknown) => {
-    if (!reported) console.error(`error: ${oneLine(e)}`);
-    reported = true;
-    process.exit(1);
-  };
-  process.on("uncaughtException", fatal);
-  process.on("unhandledRejection", fatal);
+  // An error no await caught ends the command as any failure does: one line, exit 1, no stack.
+  const failureReported = endOnUncaughtErrors((e) => console.error(`error: ${oneLine(e)}`));
   try {
     const result = await cmd.run(s, values, positionals);
     if (values.json) console.log(JSON.stringify(result, null, 2));
     else console.log(cmd.human ? cmd.human(result) : JSON.stringify(result, null, 2));
     return cmd.exitCode?.(result) ?? 0;
   } catch (e) {
-    reported = true;
+    failureReported();
     if (e instanceof CliError || e instanceof AppError) {
       const msg = oneLine(e) + (e instanceof AppError && Object.keys(e.errors).length ? ` (${JSON.stringify(e.errors)})` : "");
       if (values.json) console.log(JSON.stringify({ error: msg }));

@@ -22,7 +22,7 @@ import { createApp } from "../../lib/http/app.ts";
 import { createLogger } from "../../lib/log.ts";
 import { createServices, type Services } from "../../lib/services.ts";
 import { runDueSyncs } from "../../lib/connections/sync.ts";
-import { isPublicAddress, setHostResolver } from "../../lib/hosts.ts";
+import { checkedAddresses, isPublicAddress, NonPublicHostError, setHostResolver } from "../../lib/hosts.ts";
 import { openEgress } from "../../lib/egress.ts";
 import { focusMonths, toCsv } from "./fixtures.ts";
 
@@ -135,6 +135,17 @@ describeEachDb("billing connections: endpoints by host name (SSRF)", (driver) =>
     for (const a of ["10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.0.1", "fe80::1", "fc00::1", "fd12:3456::1", "0.0.0.0", "0.1.2.3", "::", "224.0.0.1", "ff02::1", "240.0.0.1", "255.255.255.255", "192.0.2.1", "198.51.100.1", "203.0.113.1", "2001:db8::1", "2002:7f00:1::1", "2001::1", "100::1", "not an address"]) {
       expect([a, isPublicAddress(a)]).toEqual([a, false]);
     }
+  });
+
+  test("a provider's own name may resolve to a private address (PrivateLink, Private Endpoints); any other name may not", async () => {
+    dns.set("acme-billing.s3.us-east-1.amazonaws.com", ["10.0.12.7"]);
+    dns.set("acmebilling.blob.core.windows.net", ["10.0.12.8"]);
+    dns.set("bigquery.googleapis.com", ["10.0.12.9"]);
+    dns.set("amazonaws.com.evil.example", ["10.0.12.10"]);
+    for (const host of ["acme-billing.s3.us-east-1.amazonaws.com", "acmebilling.blob.core.windows.net", "bigquery.googleapis.com"]) {
+      expect([host, await checkedAddresses(host, false)]).toEqual([host, [{ address: host === "bigquery.googleapis.com" ? "10.0.12.9" : host.includes("blob") ? "10.0.12.8" : "10.0.12.7", family: 4 }]]);
+    }
+    expect(await checkedAddresses("amazonaws.com.evil.example", false).catch((e) => e)).toBeInstanceOf(NonPublicHostError);
   });
 
   test("create refuses a name that resolves to a non-public address: 422 naming the field", async () => {

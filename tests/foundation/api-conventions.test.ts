@@ -236,6 +236,13 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     });
   }
 
+  /** A completed claim turned back into a live one (its own fingerprint kept), its lease ending `lease` from now. */
+  const reopenClaim = (orgId: string, lease: string, marker: "keep" | null | string = "keep") =>
+    t.s.handle.query(
+      `UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() + $2::interval${marker === "keep" ? "" : ", commit_marker = $3"} WHERE org_id = $1`,
+      marker === "keep" ? [orgId, lease] : [orgId, lease, marker],
+    );
+
   test("a failed request frees its key; a running one answers 409 after the wait; a crashed claim is taken over", async () => {
     const org = await t.newOrg("failures");
     const missing = "00000000-0000-4000-8000-000000000000";
@@ -248,10 +255,7 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     const body = { provider: "aws", name: "Running" };
     const probe = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(probe.status).toBe(200);
-    await t.s.handle.query(
-      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() + interval '1 hour' WHERE org_id = $1",
-      [org.id],
-    );
+    await reopenClaim(org.id, "1 hour");
     const before = await count(org.id);
     const busy = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(busy.status).toBe(409);
@@ -259,7 +263,7 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     expect(busy.headers.get("retry-after")).toBe("1");
     expect(await count(org.id)).toBe(before);
     // Its process died before its write committed: once the lease lapses the next retry runs it, once.
-    await t.s.handle.query("UPDATE idempotency_keys SET locked_until = now() - interval '1 second', commit_marker = NULL WHERE org_id = $1", [org.id]);
+    await reopenClaim(org.id, "-1 second", null);
     const taken = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-running" } });
     expect(taken.status).toBe(200);
     expect(await count(org.id)).toBe(before + 1);
@@ -273,11 +277,11 @@ describeEachDb("Idempotency-Key on POST", (driver) => {
     const body = { provider: "aws", name: "Committed" };
     const first = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-committed" } });
     expect(first.status).toBe(200);
+    // The request's transaction recorded its commit marker on the claim (both drivers).
+    const [claim] = await t.s.handle.query<{ commit_marker: string | null }>("SELECT commit_marker FROM idempotency_keys WHERE org_id = $1", [org.id]);
+    expect(claim?.commit_marker).toMatch(/^[0-9a-f-]{36}$/);
     // Its process died after the COMMIT, before the answer was stored, and the lease lapsed.
-    await t.s.handle.query(
-      "UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() - interval '1 second', commit_marker = 'm' WHERE org_id = $1",
-      [org.id],
-    );
+    await reopenClaim(org.id, "-1 second");
     const before = await count(org.id);
     const retry = await t.request("POST", `/beta/v1/org/${org.id}/cost-estimates`, { key: org.key, body, headers: { "idempotency-key": "k-committed" } });
     expect(retry.status).toBe(409);

@@ -80,14 +80,18 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
   const read = () => call("read", `/beta/v1/org/${orgId}`);
   const ready = () => call("readyz", `/readyz`);
 
-  async function write(hangMs = HANG_MS): Promise<Answer> {
-    const k = crypto.randomUUID();
-    const name = `fault ${k}`;
-    const a = await call("write", `/beta/v1/org/${orgId}/cost-estimates`, {
+  /** POST /cost-estimates named `name` with Idempotency-Key `k`. */
+  const postEstimate = (what: string, k: string, name: string, hangMs = HANG_MS) =>
+    call(what, `/beta/v1/org/${orgId}/cost-estimates`, {
       method: "POST",
       headers: { "content-type": "application/json", "idempotency-key": k },
       body: JSON.stringify({ provider: "aws", name }),
     }, hangMs);
+
+  async function write(hangMs = HANG_MS): Promise<Answer> {
+    const k = crypto.randomUUID();
+    const name = `fault ${k}`;
+    const a = await postEstimate("write", k, name, hangMs);
     writes.push({ key: k, name, first: a });
     return a;
   }
@@ -197,7 +201,6 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
 
   afterAll(async () => {
     clearInterval(monitor);
-    if (process.env.FAULTS_DEBUG) console.log(server?.output().split("\n").filter((l) => !l.includes("request failed")).join("\n").slice(-8000));
     await server?.stop();
     await admin?.end({ timeout: 1 });
     await proxy?.close();
@@ -310,12 +313,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
   test("a COMMIT that reached the server but whose answer was lost: 503 at once; the retry with the key replays the stored result", async () => {
     const k = crypto.randomUUID();
     const name = `fault ${k}`;
-    const send = () =>
-      call("commit-lost", `/beta/v1/org/${orgId}/cost-estimates`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": k },
-        body: JSON.stringify({ provider: "aws", name }),
-      });
+    const send = () => postEstimate("commit-lost", k, name);
     // The transaction's last statement records its commit marker on the key's claim; once the
     // server has answered it, the next chunk of that connection is the COMMIT, which reaches the
     // server; then nothing flows.
@@ -348,11 +346,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
       let a = w.first;
       const until = performance.now() + 60_000;
       while (a.status !== 200 && performance.now() < until) {
-        a = await call("retry", `/beta/v1/org/${orgId}/cost-estimates`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": w.key },
-          body: JSON.stringify({ provider: "aws", name: w.name }),
-        });
+        a = await postEstimate("retry", w.key, w.name);
         if (a.status !== 200) await sleep(a.status === 409 ? 500 : 100);
       }
       expect(a.status, `${w.key}: ${a.body}`).toBe(200);

@@ -232,6 +232,34 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
       await short.close();
     }
   });
+
+  test("a statement whose connection went silent while the server answers others: given up at its deadline (its SET LOCAL statement_timeout + 5 s), not the session's 65 s", async () => {
+    const logs: { msg: string }[] = [];
+    const own = await openDb({ url: t.proxy.urlFor(t.db.url!), migrate: false, log: createLogger("debug", (line) => logs.push(JSON.parse(line))) });
+    try {
+      let t0 = 0;
+      const failure = await own.db
+        .transaction(async (tx) => {
+          await (tx as any).execute("SET LOCAL statement_timeout = 100");
+          await (tx as any).execute("SELECT 1");
+          // This connection goes silent; new connections (the health check's probes) still flow,
+          // so the server is up and nothing is declared down: only the deadline ends the wait.
+          t.proxy.blackholeLive();
+          t0 = performance.now();
+          await (tx as any).execute("SELECT 1");
+        })
+        .catch((e) => e);
+      const waited = performance.now() - t0;
+      expect(failure?.code ?? failure?.cause?.code).toBe("STATEMENT_DEADLINE");
+      expect(waited).toBeGreaterThan(5000);
+      expect(waited).toBeLessThan(9000); // once: its ROLLBACK on the silent connection is not waited for
+      expect(logs.some((l) => l.msg.startsWith("database statement abandoned"))).toBe(true);
+      expect(logs.some((l) => l.msg.startsWith("database unreachable"))).toBe(false);
+    } finally {
+      await t.proxy.restore();
+      await own.close();
+    }
+  }, 60_000);
 });
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages over TLS (sslmode=require) [postgres]", () => {

@@ -18,14 +18,14 @@ export interface TestDatabase {
 
 /**
  * A fresh, migrated database: an in-memory PGlite, or a new database on the TEST_DATABASE_URL
- * server (created here and dropped by `drop`), so suites and runs never collide.
+ * server (or `base`'s: benchmarks) created here and dropped by `drop`, so suites and runs never
+ * collide.
  */
-export async function createTestDatabase(driver: DriverName): Promise<TestDatabase> {
+export async function createTestDatabase(driver: DriverName, base = process.env.TEST_DATABASE_URL!): Promise<TestDatabase> {
   if (driver === "pglite") {
     const handle = await openDb({ migrate: true });
     return { handle, drop: () => handle.close() };
   }
-  const base = process.env.TEST_DATABASE_URL!;
   const name = `commitops_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = postgres(base, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);

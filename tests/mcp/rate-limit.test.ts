@@ -13,7 +13,8 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { createServices } from "../../lib/services.ts";
 import { RateLimiter } from "../../lib/http/rateLimit.ts";
-import { MCP_MAX_BATCH_MESSAGES } from "../../lib/mcp/batch.ts";
+import { DEFAULT_PROTOCOL_VERSION, MCP_MAX_BATCH_MESSAGES } from "../../lib/mcp/batch.ts";
+import { DEFAULT_NEGOTIATED_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { segments } from "../../lib/db/schema/index.ts";
 import { NOW, initializeBody, mcpHeaders } from "./fixtures.ts";
 
@@ -211,4 +212,8 @@ describeEachDb("mcp: every JSON-RPC message counts against the rate limit", (dri
     expect(four.status).toBe(200);
     expect(four.headers.get("ratelimit-remaining")).toBe("0");
   }, 60_000);
+});
+
+test("the protocol version assumed without MCP-Protocol-Version is the SDK's (an SDK upgrade that moves it is noticed)", () => {
+  expect(DEFAULT_PROTOCOL_VERSION).toBe(DEFAULT_NEGOTIATED_PROTOCOL_VERSION);
 });

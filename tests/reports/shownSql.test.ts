@@ -199,6 +199,28 @@ describeEachDb("shownSql: cents that add up", (driver) => {
     ]);
   });
 
+  test("an invoice's total is its exact total rounded even when its own column rounds the other way: the own column takes its other cent", async () => {
+    const shownOf = async (values: string) =>
+      (
+        await db.handle.query<Record<string, unknown>>(
+          shownSql({
+            exactSql: `SELECT provider, billing_currency, a::numeric AS a, b::numeric AS b, (a + b)::numeric AS total, 'inv' AS _inv
+              FROM (VALUES ${values}) v(provider, billing_currency, a, b)`,
+            output_fields: [str("provider"), str("billing_currency"), num("a"), num("b"), num("total")],
+            orderBy: ["provider", "billing_currency"],
+            rounding: { groups: [[{ column: "a", sign: 1 }, { column: "b", sign: 1, own: true }]], derived: [{ column: "total", terms: [{ column: "a", sign: 1 }, { column: "b", sign: 1 }] }] },
+            invoice: "_inv",
+          }),
+        )
+      ).map((r) => [shownCents(r.a), shownCents(r.b), shownCents(r.total)]);
+    // Credits of 0.02 and a commitment of 0.005: the invoice is -0.015 → -0.02, so the commitment shows 0.00 (its floor).
+    expect(await shownOf("('aws', 'USD', -0.02, 0.005)")).toEqual([[-2n, 0n, -2n]]);
+    // Usage of 0.02 and a commitment of -0.005: the invoice is 0.015 → 0.02, so the commitment shows 0.00 (its ceiling).
+    expect(await shownOf("('aws', 'USD', 0.02, -0.005)")).toEqual([[2n, 0n, 2n]]);
+    // The ordinary case: the commitment keeps its own rounding (0.005 → 0.01), usage takes the rest.
+    expect(await shownOf("('aws', 'USD', 0.004, 0.005)")).toEqual([[0n, 1n, 1n]]);
+  });
+
   test(
     "generated amounts: cells within a cent, totals from the shown parts, partitions exact to the cent",
     async () => {

@@ -11,13 +11,11 @@ import { GetObjectCommand, ListObjectsV2Command, S3Client, type _Object } from "
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import type { AwsConfig, AwsSecrets } from "../kinds.ts";
 import { ConnectionFailure, unreachable, type ExportReader, type ReaderOptions, type RecordTable, type SourcePeriod } from "../source.ts";
-import { openEgress, type Egress } from "../../egress.ts";
+import { EGRESS_CONNECT_TIMEOUT_MS, openEgress, type Egress } from "../../egress.ts";
 import { csvTable } from "../tables.ts";
 import { parquetTable } from "../parquet.ts";
 import { rangedObject } from "./rangedObject.ts";
 
-/** A port that does not answer fails like a closed one, after this long. */
-const CONNECT_TIMEOUT_MS = 10_000;
 const PERIOD_FOLDER = /BILLING_PERIOD=(\d{4})-(\d{2})\/$/;
 const DATA_FILE = /\.(csv|csv\.gz|gz|parquet)$/i;
 
@@ -49,7 +47,7 @@ export function awsExportReader(config: AwsConfig, secrets: AwsSecrets, opts: Re
           forcePathStyle: !!config.endpoint_url,
           credentials,
           maxAttempts: 3,
-          requestHandler: { httpAgent: e.httpAgent, httpsAgent: e.httpsAgent, connectionTimeout: CONNECT_TIMEOUT_MS },
+          requestHandler: { httpAgent: e.httpAgent, httpsAgent: e.httpsAgent, connectionTimeout: EGRESS_CONNECT_TIMEOUT_MS },
         });
       },
       () => {

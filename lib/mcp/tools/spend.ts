@@ -3,8 +3,6 @@ import * as z from "zod";
 import { MAX_FILTER_VALUES, MAX_LIMIT, queryCosts, type CostFilters, type CostRow, type CostTotals, type CostWindow } from "../../billing/costQuery.ts";
 import { spendBy } from "../../billing/queries.ts";
 import type { Provider } from "../../billing/sql.ts";
-import { NotFoundError } from "../../errors.ts";
-import { reportRows } from "../../reports/service.ts";
 import { addDaysIso, FORECAST_METHOD, forecastSpend, lastCompleteDay, monthEnd, predict, type DailyPoint } from "../forecast.ts";
 import { fromCents, rate6, sumCents, toCents } from "../../pricing/display.ts";
 import { cents, defineTool, moneyText, type ToolContext, providerEnum, ratio, resolveWindow, totalsByCurrency, windowInput, windowOutput, ymd } from "./common.ts";
@@ -225,37 +223,16 @@ function addDay(out: ShownDays, currency: string, date: string, c: number) {
 }
 
 /**
- * The days of the billing months `months` (YYYY-MM) as the daily bill report (cloud_bill_daily,
- * the REST API's figures) shows them — each month as the API serves it, its frozen snapshot once
- * finalized: Σ total_cost in cents per currency and day (a day billed in two months is the sum
- * of both months' rows). Null when the report is hidden for the organization.
+ * The days of the window as the daily bill report (cloud_bill_daily) shows them: one cost query
+ * by day over whole billing months, rounded per invoice as the report is, so each day's cents
+ * are that report's (a day billed in two months is the sum of both months' rows). Σ in cents
+ * per currency and day.
  */
-async function reportDays(ctx: ToolContext, months: string[], provider: Provider | undefined): Promise<ShownDays | null> {
+async function shownDaysOf(ctx: ToolContext, w: CostWindow, provider: Provider | undefined): Promise<ShownDays> {
+  const one = await queryCosts(ctx.s.db, ctx.orgId, { window: w, groupBy: ["day"], filters: provider ? { provider } : {}, limit: MAX_LIMIT });
+  const rows = one.truncated ? (await spendByTime(ctx, w, "day", { provider }, Number.MAX_SAFE_INTEGER)).rows : one.rows;
   const out: ShownDays = new Map();
-  for (const month of months) {
-    try {
-      const r = await reportRows(ctx.s.handle, ctx.orgId, "cloud_bill_daily", { year: month.slice(0, 4), month: String(Number(month.slice(5, 7))), ...(provider ? { provider } : {}) }, ctx.now, {
-        reader: ctx.s.reportReader,
-        queryTimeoutMs: ctx.s.config.reportQueryTimeoutSeconds * 1000,
-      });
-      for (const row of r.rows) addDay(out, String(row.billing_currency), String(row.date), toCents(Number(row.total_cost ?? 0)));
-    } catch (e) {
-      if (e instanceof NotFoundError && e.code === "period_not_available") continue;
-      if (e instanceof NotFoundError) return null;
-      throw e;
-    }
-  }
-  return out;
-}
-
-/**
- * The same days by the same rounding from the billing rows (cost queries over whole months:
- * per invoice, as the report), when the report is hidden or not built for some of the rows.
- */
-async function costDays(ctx: ToolContext, w: CostWindow, provider: Provider | undefined): Promise<ShownDays> {
-  const read = await spendByTime(ctx, w, "day", { provider }, Number.MAX_SAFE_INTEGER);
-  const out: ShownDays = new Map();
-  for (const r of read.rows) addDay(out, r.currency, r.keys.day!, toCents(r.effective_cost));
+  for (const r of rows) addDay(out, r.currency, r.keys.day!, toCents(r.effective_cost));
   return out;
 }
 
@@ -294,7 +271,7 @@ export const forecastTool = defineTool({
         month: z.string(),
         actual_to_date: z.number().describe("Σ of the month's complete days as shown in actual_daily: the cents of the daily bill report (cloud_bill_daily) of each day, as in the history."),
         actual_days: z.number().int(),
-        actual_source: z.enum(["cloud_bill_daily", "billing_rows"]).describe("Where the days' cents (history and actuals) come from: the daily bill report (as the REST API shows them), or the billing rows rounded by the same rule (per invoice, whole months) when that report is hidden or not built for them."),
+        actual_source: z.enum(["cloud_bill_daily"]).describe("Whose cents the days (history and actuals) are: the daily bill report's, computed by its rule (per invoice, whole billing months) from the billing rows."),
         actual_daily: z.array(point),
         forecast_remaining: z.number().describe("Σ of the forecast of the month's remaining days (each rounded to cents), today included."),
         remaining_days: z.number().int(),
@@ -310,17 +287,12 @@ export const forecastTool = defineTool({
     const to = new Date(today.getTime() + DAY);
     const all = await spendBy(ctx.s.db, ctx.orgId, { provider: a.provider, from, to, groupBy: "day" });
     // The days' money as the daily bill report shows it, over every billing month the window's
-    // rows can be billed in (from the month before, as spendBy reads); the same rounding from the
-    // billing rows when the report is hidden or lacks a day the rows have (summaries not built).
-    const months: string[] = [];
-    for (let m = utcMonth(from, -1); m < to; m = utcMonth(m, 1)) months.push(ymd(m).slice(0, 7));
-    let shownDays = await reportDays(ctx, months, a.provider);
-    const fromReport = shownDays !== null && all.every((r) => r.key === null || shownDays!.get(r.currency)?.has(r.key));
-    if (!fromReport) shownDays = await costDays(ctx, { from: utcMonth(from, -1), to: utcMonth(to, 1) }, a.provider);
+    // rows can be billed in (from the month before, as spendBy reads).
+    const shownDays = await shownDaysOf(ctx, { from: utcMonth(from, -1), to: utcMonth(to, 1) }, a.provider);
     const first = ymd(from);
     const last = ymd(today);
     const inWindow = (d: string) => d >= first && d <= last;
-    const byCurrency = [...shownDays!]
+    const byCurrency = [...shownDays]
       .map(([cur, days]) => ({ currency: cur, effective_cost: fromCents([...days].reduce((acc, [d, c]) => acc + (inWindow(d) ? c : 0), 0)) }))
       .filter((x) => all.some((r) => r.currency === x.currency))
       .sort((x, y) => x.currency.localeCompare(y.currency));
@@ -334,7 +306,7 @@ export const forecastTool = defineTool({
       ends.set(r.provider, r.data_end !== null && (prev === null || Date.parse(r.data_end) > Date.parse(prev)) ? r.data_end : prev);
     }
     const c = lastCompleteDay(ctx.now, [...ends].map(([provider, data_end]) => ({ provider, data_end })));
-    const points: DailyPoint[] = [...(shownDays!.get(currency ?? "") ?? [])].filter(([d]) => inWindow(d)).map(([date, c]) => ({ date, value: fromCents(c) }));
+    const points: DailyPoint[] = [...(shownDays.get(currency ?? "") ?? [])].filter(([d]) => inWindow(d)).map(([date, c]) => ({ date, value: fromCents(c) }));
     const dates = [...new Set(rows.map((r) => r.key!))].sort();
     const lastData = dates.length ? dates[dates.length - 1]! : null;
     const excluded = dates.filter((d) => d > c.last_complete_date);
@@ -356,7 +328,7 @@ export const forecastTool = defineTool({
         month,
         actual_to_date: fromCents(actual),
         actual_days: actualDaily.length,
-        actual_source: fromReport ? ("cloud_bill_daily" as const) : ("billing_rows" as const),
+        actual_source: "cloud_bill_daily" as const,
         actual_daily: actualDaily,
         forecast_remaining: fromCents(remaining),
         remaining_days: remainingDaily.length,

@@ -31,8 +31,9 @@ export default defineRoutes((s, prefix) =>
       "/:purchase_id/approve",
       async ({ principal, params, body }) => {
         const p = await approvePurchase(s, principal.orgId, params.purchase_id, { by: decider(principal), note: body?.note });
-        // Bought here at once unless another replica is faster; any replica's auto-purchase job takes what is left.
-        buyInBackground(s, p.id);
+        // Bought here at once unless another replica is faster; any replica's auto-purchase job
+        // takes what is left. A ledger order is already confirmed by the approval itself.
+        if (p.status === "approved") buyInBackground(s, p.id);
         return p;
       },
       {
@@ -40,7 +41,7 @@ export default defineRoutes((s, prefix) =>
         params: PurchaseParams,
         body: t.Optional(DecisionBody),
         response: { 200: Purchase },
-        detail: { tags, summary: "Approve a purchase pending approval: its items are bought at the provider (409 when it is not pending or has lapsed)" },
+        detail: { tags, summary: "Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed)" },
       },
     )
     .post(
