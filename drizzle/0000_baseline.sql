@@ -725,6 +725,27 @@ CREATE TABLE "idempotency_keys" (
 	CONSTRAINT "idempotency_keys_org_id_key_pk" PRIMARY KEY("org_id","key")
 );
 --> statement-breakpoint
+CREATE TABLE "console_logins" (
+	"state_hash" text PRIMARY KEY NOT NULL,
+	"code_verifier" text NOT NULL,
+	"return_to" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "console_sessions" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"secret_hash" text NOT NULL,
+	"org_id" uuid NOT NULL,
+	"scopes" text[] NOT NULL,
+	"sealed_tokens" text NOT NULL,
+	"access_expires_at" timestamp with time zone NOT NULL,
+	"refreshing_until" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "console_sessions_secret_hash_unique" UNIQUE("secret_hash")
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -783,9 +804,11 @@ ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_org_id_organizations
 ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_purchase_id_purchases_id_fk" FOREIGN KEY ("purchase_id") REFERENCES "public"."purchases"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "purchasing_connections" ADD CONSTRAINT "purchasing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "console_sessions" ADD CONSTRAINT "console_sessions_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
+CREATE INDEX "organizations_parent_idx" ON "organizations" USING btree ("parent_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_lower_uq" ON "users" USING btree (lower("email"));--> statement-breakpoint
 CREATE INDEX "billing_cost_summaries_lookup_idx" ON "billing_cost_summaries" USING btree ("org_id","month","grain","provider","billing_account_id");--> statement-breakpoint
 CREATE INDEX "billing_line_items_org_period_idx" ON "billing_line_items" USING btree ("org_id","billing_period","provider","billing_account_id");--> statement-breakpoint
@@ -850,4 +873,6 @@ CREATE INDEX "purchase_items_workable_idx" ON "purchase_items" USING btree ("nex
 CREATE UNIQUE INDEX "purchasing_connections_org_provider_uq" ON "purchasing_connections" USING btree ("org_id","provider");--> statement-breakpoint
 CREATE UNIQUE INDEX "purchasing_connections_org_name_uq" ON "purchasing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
 CREATE INDEX "purchasing_connections_inventory_due_idx" ON "purchasing_connections" USING btree ("next_inventory_at");--> statement-breakpoint
-CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");
+CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");--> statement-breakpoint
+CREATE INDEX "console_logins_expires_idx" ON "console_logins" USING btree ("expires_at");--> statement-breakpoint
+CREATE INDEX "console_sessions_expires_idx" ON "console_sessions" USING btree ("expires_at");

@@ -17,3 +17,10 @@ declare module "*.tar.gz" {
   const path: string;
   export default path;
 }
+// Stylesheets imported by the console's browser code (bundled by Bun's bundler, lib/adapters/consoleBuild.ts).
+declare module "*.css" {}
+// The console's prebuilt bundle (scripts/build.ts writes it before compiling).
+declare module "*.bundle" {
+  const path: string;
+  export default path;
+}

@@ -9,6 +9,8 @@ import scalarScript from "../node_modules/@scalar/api-reference/dist/browser/sta
 import { prewarmPglite, setPgliteAssets } from "../lib/db/pglite.ts";
 import { setPgliteTemplate } from "../lib/db/pgliteTemplate.ts";
 import { setScalarScript } from "../lib/http/docs.ts";
+import consoleBundle from "../dist/.build/console.bundle" with { type: "file" };
+import { setConsoleFiles } from "../lib/console/assets.ts";
 
 setPgliteAssets(async () => ({
   pgliteWasm: await Bun.file(pgliteWasm).arrayBuffer(),
@@ -22,5 +24,9 @@ if (!/^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "") && (process.argv
 setPgliteTemplate(async () => new Uint8Array(await Bun.file(pgliteTemplate).arrayBuffer()));
 
 setScalarScript(async () => new Uint8Array(await Bun.file(scalarScript).arrayBuffer()));
+
+setConsoleFiles(async () =>
+  (JSON.parse(await Bun.file(consoleBundle).text()) as { name: string; kind: "entry" | "chunk" | "asset"; base64: string }[]).map((f) => ({ name: f.name, kind: f.kind, bytes: new Uint8Array(Buffer.from(f.base64, "base64")) })),
+);
 
 await import("./main.ts");

@@ -9,6 +9,7 @@ import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { listen } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
 import { backgroundPurchasesSettled } from "../lib/purchasing/executor.ts";
+import { warmConsole } from "../lib/console/assets.ts";
 
 /** How long a stopping server waits for the purchases its approvals started. */
 const SHUTDOWN_PURCHASES_MS = 30_000;
@@ -37,6 +38,8 @@ export async function serve() {
   const [{ createApp }, { seedDemoData, seedDemoOrganization }] = await appModules;
   const s = createServices(handle, config, log);
   const app = createApp(s);
+  // The console's bundle is built (from source) or unpacked (binary) while the server starts.
+  warmConsole((e) => log.error("console bundle failed", { error: e instanceof Error ? e.message : String(e) }));
   // The demo organization (one short transaction) exists, and its key is printed, by the time
   // /readyz answers; its data loads in the background after that.
   const demo = config.seedDemo ? await seedDemoOrganization(s) : undefined;
@@ -59,12 +62,17 @@ export async function serve() {
     `  OpenAPI:  ${config.publicUrl}/openapi.json`,
     `  Docs:     ${config.publicUrl}/docs`,
     `  MCP:      ${config.publicUrl}/mcp`,
+    `  Console:  ${config.publicUrl}/app/`,
   ];
   if (demo) {
     lines.push(`  Demo org: ${demo.orgId}`);
     if (demo.apiKey) lines.push(`  Demo API key (shown once, keep it): ${demo.apiKey}`);
     else lines.push(`  Demo API key: shown at first start; make another with: npx commitops apikey create --org ${demo.orgId} (stop the server first when on the embedded database)`);
     lines.push(`  Try: curl -H "Authorization: Bearer <key>" ${config.publicUrl}/beta/v1/org/${demo.orgId}`);
+    if (demo.signIn)
+      lines.push(
+        `  Demo sign-in (shown once, keep it): ${demo.signIn.emails.admin} (admin), ${demo.signIn.emails.member} (member), ${demo.signIn.emails.viewer} (viewer); password ${demo.signIn.password}`,
+      );
   }
   console.log(lines.join("\n"));
   log.info("started", { url: config.publicUrl, database: handle.driver });

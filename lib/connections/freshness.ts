@@ -3,7 +3,9 @@ import { queryRows } from "../billing/sql.ts";
 import { KIND_PROVIDER } from "./kinds.ts";
 
 export interface ConnectionFreshness {
+  id: string;
   name: string;
+  provider: string;
   kind: string;
   status: string;
   enabled: boolean;
@@ -18,11 +20,11 @@ export interface ConnectionFreshness {
 /** Each connection of the org with how current its data is: nothing of its settings, and of a failure only its cause (messages name buckets and tables, which viewers need not see). */
 export async function connectionFreshness(db: DbOrTx, orgId: string): Promise<ConnectionFreshness[]> {
   const rows = await queryRows<{
-    name: string; kind: string; status: string; enabled: boolean; last_synced_at: string | null; next_sync_at: string | null;
+    id: string; name: string; provider: string; kind: string; status: string; enabled: boolean; last_synced_at: string | null; next_sync_at: string | null;
     newest_month: string | null; newest_month_imported_at: string | null; closed_months: string | null; last_error_cause: string | null;
   }>(
     db,
-    `SELECT c.name, c.kind, c.status, c.enabled,
+    `SELECT c.id::text AS id, c.name, k.provider, c.kind, c.status, c.enabled,
             to_char(c.last_synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS last_synced_at,
             to_char(c.next_sync_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS next_sync_at,
             to_char(p.month, 'YYYY-MM') AS newest_month,

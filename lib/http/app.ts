@@ -14,6 +14,7 @@ import { idempotencyKeysOf, orgGuardOf } from "./orgRoutes.ts";
 import { runInRequestScope, type RequestScope } from "../db/requestScope.ts";
 import { ORG_PATH, compileRoutePattern, pathSegments } from "./routePattern.ts";
 import { HEALTH_RESPONSES, READY_RESPONSES } from "./protocolResponses.ts";
+import { setSelfHandler } from "../console/self.ts";
 
 interface RequestMeta {
   id: string;
@@ -124,6 +125,17 @@ export function createApp(s: Services) {
       },
       { detail: { tags: ["Operations"], summary: "The database is reachable", responses: READY_RESPONSES } },
     )
+    // A browser opening the service lands in the console; API clients get the usual 404.
+    .get(
+      "/",
+      ({ request }) => {
+        if (!/\btext\/html\b/.test(request.headers.get("accept") ?? "")) throw new NotFoundError("No such resource. The API is under /beta/v1; its reference is /docs.");
+        return new Response(null, { status: 302, headers: { location: "/app/", "cache-control": "no-store" } });
+      },
+      { detail: { hide: true } },
+    )
+    // Browsers ask for it on every page (the sign-in pages have no icon link): nothing, not a 404.
+    .get("/favicon.ico", () => new Response(null, { status: 204, headers: { "cache-control": "public, max-age=86400" } }), { detail: { hide: true } })
     .use(apiDocs(s));
 
   const generatedDocument = async (): Promise<unknown> => (await app.handle(new Request(`${s.config.publicUrl}/openapi/generated.json`))).json();
@@ -146,6 +158,7 @@ export function createApp(s: Services) {
   knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);
   exactlyOnceScope(app, (request) => errorResponse(new ServiceUnavailableError(), pathOf(request.url), guard.rateLimitHeadersOf(request)));
+  setSelfHandler(s, (request) => app.handle(request));
   return app;
 }
 

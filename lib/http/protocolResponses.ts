@@ -38,6 +38,7 @@ export const TOKEN_RESPONSES = {
         expires_in: { type: "integer" },
         refresh_token: { type: "string" },
         scope: { type: "string", description: "Space-separated scopes granted" },
+        org_id: { type: "string", format: "uuid", description: "The organization chosen at consent: the `{org_id}` of the Beta API's URLs for this token" },
       },
     }),
   },

@@ -1,5 +1,5 @@
 import { lt } from "drizzle-orm";
-import { oauthCodes, oauthLoginFailures, oauthSessions, oauthTokens, oauthUpstreamStates } from "../db/schema/index.ts";
+import { consoleLogins, consoleSessions, oauthCodes, oauthLoginFailures, oauthSessions, oauthTokens, oauthUpstreamStates } from "../db/schema/index.ts";
 import type { Db } from "../db/index.ts";
 import { LOGIN_WINDOW_SECONDS } from "./sessions.ts";
 
@@ -7,7 +7,7 @@ import { LOGIN_WINDOW_SECONDS } from "./sessions.ts";
 const GRACE_MS = 86_400_000;
 
 /**
- * Deletes what can no longer matter: expired codes, tokens, sessions and upstream states, and
+ * Deletes what can no longer matter: expired codes, tokens, sessions (the console's too) and upstream states, and
  * failed logins outside the throttling window. Idempotent; concurrent replicas are harmless.
  */
 export async function pruneOAuthState(db: Db, now: Date): Promise<Record<string, number>> {
@@ -21,6 +21,17 @@ export async function pruneOAuthState(db: Db, now: Date): Promise<Record<string,
       .delete(oauthLoginFailures)
       .where(lt(oauthLoginFailures.createdAt, new Date(now.getTime() - LOGIN_WINDOW_SECONDS * 1000)))
       .returning({ id: oauthLoginFailures.id });
-    return { tokens: tokens.length, codes: codes.length, sessions: sessions.length, upstream_states: states.length, login_failures: failures.length };
+    // The web console's sign-ins in progress and ended sessions (its tokens above end with them).
+    const consoleStarts = await tx.delete(consoleLogins).where(lt(consoleLogins.expiresAt, now)).returning({ state: consoleLogins.stateHash });
+    const consoleEnded = await tx.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now)).returning({ id: consoleSessions.id });
+    return {
+      tokens: tokens.length,
+      codes: codes.length,
+      sessions: sessions.length,
+      upstream_states: states.length,
+      login_failures: failures.length,
+      console_logins: consoleStarts.length,
+      console_sessions: consoleEnded.length,
+    };
   });
 }

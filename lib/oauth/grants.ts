@@ -16,6 +16,8 @@ export interface TokenResponse {
   expires_in: number;
   refresh_token?: string;
   scope: string;
+  /** The organization the user chose at consent: a REST client needs it to build its URLs (an extension parameter, RFC 6749 §5.1). */
+  org_id: string;
 }
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
@@ -65,7 +67,7 @@ async function issueTokenPair(
     { ...base, kind: "access" as const, tokenHash: hashSecret(access), expiresAt: plus(now, config.oauthAccessTokenTtl) },
     ...(refresh ? [{ ...base, kind: "refresh" as const, tokenHash: hashSecret(refresh), expiresAt: plus(now, config.oauthRefreshTokenTtl) }] : []),
   ]);
-  return { access_token: access, token_type: "Bearer", expires_in: config.oauthAccessTokenTtl, ...(refresh ? { refresh_token: refresh } : {}), scope: g.scopes.join(" ") };
+  return { access_token: access, token_type: "Bearer", expires_in: config.oauthAccessTokenTtl, ...(refresh ? { refresh_token: refresh } : {}), scope: g.scopes.join(" "), org_id: g.orgId };
 }
 
 /** Revokes every token descending from one authorization (code or refresh replay, refresh revocation). */

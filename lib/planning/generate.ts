@@ -10,7 +10,7 @@ import { commitmentPlanItems, commitmentPlans, commitments } from "../db/schema/
 import type { Segment } from "../segments/service.ts";
 import type { TemplateConfiguration } from "../templates/service.ts";
 import { SPEND_BASED_TYPES, type ContractSpec, type Provider } from "../templates/enums.ts";
-import { sizeCommitments, type PlanningGroup, type SizingResult, type SizingSkipReason, type UnitQuote } from "./optimize.ts";
+import { sizeCommitments, type PlanningGroup, type SizingOptions, type SizingResult, type SizingSkipReason, type UnitQuote } from "./optimize.ts";
 import { groupQuotes } from "./quotes.ts";
 import { familyOf, segmentHourlyUsage } from "./usage.ts";
 import { queryRows } from "../billing/sql.ts";
@@ -83,7 +83,8 @@ async function latestUsageEnd(db: DbOrTx, orgId: string, provider: Provider, now
   return r?.e ? new Date(r.e) : null;
 }
 
-export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, config: TemplateConfiguration, now: Date): Promise<GeneratedPlan> {
+/** `opts`: what-if knobs of sizing (lib/planning/preview.ts); stored plans are generated without them. */
+export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, config: TemplateConfiguration, now: Date, opts: SizingOptions = {}): Promise<GeneratedPlan> {
   // Billing data lands hours or days late: the window ends at the last hour with usage, so
   // the not-yet-billed hours do not read as idle ones.
   const latest = await latestUsageEnd(db, orgId, segment.provider, now);
@@ -154,7 +155,7 @@ export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, 
       g.coverage = (g.coverage as number) + odDollars / g.refOd;
     }
   }
-  const sizing = sizeCommitments(groups, config.max_upfront_cost);
+  const sizing = sizeCommitments(groups, config.max_upfront_cost, opts);
   const byKey = new Map(groups.map((g) => [g.key, g]));
   const usageByKey = new Map(usage.map((u) => [u.key, u]));
   for (const k of sizing.skipped) {

@@ -163,11 +163,46 @@ export function optimalUnits(profile: UsageProfile, q: UnitQuote): number {
   return gain(hi) > gain(lo) ? hi : lo;
 }
 
+/**
+ * What-if knobs of sizing (none by default: a stored plan is sized without them).
+ * `coverageTarget` (0–1): at most this share of each group's eligible usage ends up covered,
+ * active commitments included; each option's savings-maximizing amount is capped at it (gross
+ * savings are concave in the amount, so the cap is the best amount below the optimum).
+ */
+export interface SizingOptions {
+  coverageTarget?: number;
+}
+
+/**
+ * The largest amount of `q` that keeps the group's coverage within `target`: the new commitment
+ * may cover target·eligible − (already covered) unit-hours; Σ min(u, a) is inverted on the
+ * sorted usage. Whole units for resource types (rounded down). Infinity: no cap.
+ */
+export function unitsWithinCoverage(profile: UsageProfile, q: UnitQuote, target: number | undefined): number {
+  if (target === undefined) return Infinity;
+  const allowed = target * profile.eligibleTotal - (profile.eligibleTotal - profile.total);
+  if (allowed >= profile.total - 1e-9) return Infinity;
+  if (allowed <= 0) return 0;
+  const s = profile.sorted;
+  const n = s.length;
+  // The first sorted value whose coverage exceeds the allowance: the cap lies at or below it,
+  // where Σ min(u, a) = prefix[i] + a·(n − i).
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (profile.coveredUnits(s[mid]!) > allowed) hi = mid;
+    else lo = mid + 1;
+  }
+  const a = Math.max(0, (allowed - profile.prefix[lo]!) / (n - lo));
+  return q.spendBased ? a : Math.floor(a + 1e-9);
+}
+
 /** Best option of one group among `quotes` (highest monthly net savings), or null if none saves. */
-export function bestOption(g: PlanningGroup, profile: UsageProfile, quotes: UnitQuote[]): SizedOption | null {
+export function bestOption(g: PlanningGroup, profile: UsageProfile, quotes: UnitQuote[], opts: SizingOptions = {}): SizedOption | null {
   let best: SizedOption | null = null;
   for (const q of quotes) {
-    const units = optimalUnits(profile, q);
+    const units = Math.min(optimalUnits(profile, q), unitsWithinCoverage(profile, q, opts.coverageTarget));
     if (units <= 0) continue;
     const o = evaluateUnits(g, profile, q, units);
     if (o.monthlyNetSavings > 1e-9 && (!best || o.monthlyNetSavings > best.monthlyNetSavings)) best = o;
@@ -209,8 +244,15 @@ export interface SizingResult {
   totalUpfront: number;
   monthlyNetSavings: number;
   monthlyCost: number;
-  /** The groups with allowed options that got no item, and why. */
+  /**
+   * The groups with allowed options that got no item, and why (a group whose only obstacle is
+   * the coverage target of SizingOptions is not listed: it is held back on purpose).
+   */
   skipped: SkippedGroup[];
+  /** The sized groups' eligible usage at on-demand prices, per month of 730 h (over the lookback). */
+  eligibleMonthlyOndemand: number;
+  /** The part of it active commitments already cover. */
+  activeCoveredMonthlyOndemand: number;
 }
 
 /** The (continuous) usage quantile at a quote's discount level: what optimalUnits rounds to whole units. */
@@ -249,26 +291,31 @@ function skippedGroup(g: PlanningGroup, profile: UsageProfile, reason: SizingSki
  * fallback, and upgrades to an upfront option are taken by net monthly savings gained per
  * upfront dollar, the last one shrunk to the remaining budget when that still beats the fallback.
  */
-export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number): SizingResult {
+export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number, opts: SizingOptions = {}): SizingResult {
   const chosen: SizedOption[] = [];
   const skipped: SkippedGroup[] = [];
   const upgrades: { base: SizedOption | null; best: SizedOption; profile: UsageProfile; group: PlanningGroup; ratio: number }[] = [];
+  let eligibleMonthlyOndemand = 0;
+  let activeCoveredMonthlyOndemand = 0;
   for (const g of groups) {
     if (!g.quotes.length) continue;
     const uncovered = uncoveredUsage(g);
     let eligible = 0;
     for (let h = 0; h < g.usage.length; h++) eligible += g.usage[h]!;
     const profile = new UsageProfile(uncovered, eligible);
-    const best = bestOption(g, profile, g.quotes);
+    const odPerMonth = (g.quotes[0]!.ondemandHourlyRate * HOURS_PER_MONTH) / (profile.hours || 1);
+    eligibleMonthlyOndemand += eligible * odPerMonth;
+    activeCoveredMonthlyOndemand += Math.max(0, eligible - profile.total) * odPerMonth;
+    const best = bestOption(g, profile, g.quotes, opts);
     if (!best) {
-      skipped.push(skippedGroup(g, profile, whyNothing(g, profile)));
+      if (opts.coverageTarget === undefined || !bestOption(g, profile, g.quotes)) skipped.push(skippedGroup(g, profile, whyNothing(g, profile)));
       continue;
     }
     if (best.upfrontCost <= 0) {
       chosen.push(best);
       continue;
     }
-    const base = bestOption(g, profile, g.quotes.filter((q) => q.upfrontPerUnit <= 0));
+    const base = bestOption(g, profile, g.quotes.filter((q) => q.upfrontPerUnit <= 0), opts);
     const gain = best.monthlyNetSavings - (base?.monthlyNetSavings ?? 0);
     upgrades.push({ base, best, profile, group: g, ratio: gain / best.upfrontCost });
   }
@@ -289,7 +336,7 @@ export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number)
       const residual = new Float64Array(u.profile.sorted.length);
       for (let h = 0; h < residual.length; h++) residual[h] = Math.max(0, u.profile.sorted[h]! - units);
       const rp = new UsageProfile(residual, u.profile.eligibleTotal);
-      topUp = bestOption(u.group, rp, u.group.quotes.filter((q) => q.upfrontPerUnit <= 0));
+      topUp = bestOption(u.group, rp, u.group.quotes.filter((q) => q.upfrontPerUnit <= 0), opts);
     }
     const mixed = (partial?.monthlyNetSavings ?? 0) + (topUp?.monthlyNetSavings ?? 0);
     if (partial && mixed > (u.base?.monthlyNetSavings ?? 0) && partial.upfrontCost <= remaining + 1e-9) {
@@ -309,5 +356,5 @@ export function sizeCommitments(groups: PlanningGroup[], maxUpfrontCost: number)
     monthlyCost += c.monthlyCost;
   }
   skipped.sort((a, b) => a.groupKey.localeCompare(b.groupKey));
-  return { items: chosen, totalUpfront, monthlyNetSavings, monthlyCost, skipped };
+  return { items: chosen, totalUpfront, monthlyNetSavings, monthlyCost, skipped, eligibleMonthlyOndemand, activeCoveredMonthlyOndemand };
 }

@@ -339,6 +339,12 @@ describeEachDb("OpenAPI responses", (driver) => {
     expect((await call("GET", "/api-keys")).map((k: any) => k.id)).toContain(key.id);
     await call("DELETE", "/api-keys/{key_id}", { params: { key_id: key.id }, status: 204 });
 
+    // Members
+    const member = await call("POST", "/members", { body: { email: "openapi.member@example.com", role: "viewer" }, status: 201 });
+    expect((await call("GET", "/members")).map((m: any) => m.user_id)).toContain(member.user_id);
+    await call("PATCH", "/members/{user_id}", { params: { user_id: member.user_id }, body: { role: "member" } });
+    await call("DELETE", "/members/{user_id}", { params: { user_id: member.user_id }, status: 204 });
+
     // Catalog and cost estimates
     const sku = await seedPublicCatalog(t.s);
     expect((await call("GET", "/catalog-skus", { query: "provider=aws&q=m5.large" })).length).toBeGreaterThan(0);
@@ -410,6 +416,19 @@ describeEachDb("OpenAPI responses", (driver) => {
     const csv = await call("GET", "/allocation-reports/{report_type}", { params: { report_type: "cloud_bill_by_account" }, query: "year=2026&month=5&format=csv" });
     expect(csv).toStartWith("month,");
 
+    // Cost explorer (the billed rows above)
+    const window = "start_date=2026-05-01&end_date=2026-06-01";
+    expect((await call("GET", "/costs", { query: `${window}&group_by=account,service` })).rows.length).toBe(2);
+    expect(await call("GET", "/costs", { query: `${window}&group_by=account&metric=effective_cost&format=csv` })).toStartWith("currency,account,effective_cost\r\n");
+    expect((await call("GET", "/costs/dimensions/{dimension}", { params: { dimension: "account" }, query: window })).values.length).toBe(2);
+
+    // Commitments and the headline figures (the inventory of the billed rows above)
+    const commitments = await call("GET", "/commitments");
+    if (commitments.length) await call("GET", "/commitments/{commitment_id}", { params: { commitment_id: commitments[0].id } });
+    else await call("GET", "/commitments/{commitment_id}", { params: { commitment_id: "00000000-0000-4000-8000-000000000000" }, status: 404 });
+    await call("GET", "/commitments", { query: "expiring_within_days=90" });
+    expect((await call("GET", "/commitment-summary", { query: "from=2026-05&to=2026-05" })).months.length).toBe(1);
+
     // Billing connections (their storage answers that the bucket does not exist)
     const billing = await call("POST", "/billing-connections", {
       status: 201,
@@ -417,6 +436,7 @@ describeEachDb("OpenAPI responses", (driver) => {
     });
     const bc = { connection_id: billing.id };
     expect((await call("GET", "/billing-connections")).map((c: any) => c.id)).toContain(billing.id);
+    expect((await call("GET", "/billing-data-freshness")).map((c: any) => c.id)).toContain(billing.id);
     await call("GET", "/billing-connections/{connection_id}", { params: bc });
     await call("PATCH", "/billing-connections/{connection_id}", { params: bc, body: { name: "AWS payer account", enabled: false } });
     expect((await call("POST", "/billing-connections/{connection_id}/test", { params: bc })).ok).toBe(false);
@@ -476,6 +496,10 @@ describeEachDb("OpenAPI responses", (driver) => {
     const plans = await call("GET", "/commitment-plans");
     expect(plans.length).toBeGreaterThan(0);
     await call("GET", "/commitment-plans/{plan_id}", { params: { plan_id: plans[0].id } });
+    const generated = await call("POST", "/commitment-plans", { body: { template_id: approveMe.id }, status: 201 });
+    expect(generated.template_id).toBe(approveMe.id);
+    const preview = await call("POST", "/commitment-plans/preview", { body: { template_id: approveMe.id, settings: [{ coverage_target: 50 }, { coverage_target: 100 }] } });
+    expect(preview.settings.length).toBe(2);
     const pending = await call("GET", "/purchases", { query: "status=pending_approval" });
     const purchaseOf = (templateId: string) => pending.find((p: any) => p.template_id === templateId);
     expect(purchaseOf(approveMe.id), JSON.stringify(pending)).toBeDefined();

@@ -30,9 +30,9 @@ export function launchChromium(): Promise<Browser> {
  * server binds first (its URL is the app's PUBLIC_URL: the OAuth issuer, the docs' origin) and
  * serves the app once the app exists.
  */
-export function useServedTestApp(driver: DriverName, suite: string) {
+export function useServedTestApp(driver: DriverName, suite: string, opts: { now?: () => Date; config?: Record<string, unknown> } = {}) {
   const hasChromium = chromiumAvailable(suite);
-  const config: { publicUrl?: string } = {};
+  const config: { publicUrl?: string } = { ...opts.config };
   let server: ReturnType<typeof Bun.serve> | undefined;
   let handler: (req: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
   beforeAll(() => {
@@ -46,7 +46,7 @@ export function useServedTestApp(driver: DriverName, suite: string) {
     });
     config.publicUrl = `http://127.0.0.1:${server.port}`;
   });
-  const t = useTestApp(driver, { config });
+  const t = useTestApp(driver, { config, now: opts.now });
   let browser: Browser | undefined;
   beforeAll(async () => {
     handler = (req) => t.app.handle(req);

@@ -53,6 +53,8 @@ export interface FuzzFixtures {
     purchase_id: string[];
     /** A stored commitment plan of the org (generated from a system template, as a run stores it). */
     plan_id: string[];
+    /** A (non-admin) member of the org. */
+    user_id: string[];
   };
   /** Pools only DELETE requests draw from; each entry is one deletable thing. */
   disposable: {
@@ -62,6 +64,7 @@ export interface FuzzFixtures {
     template_id: string[];
     key_id: string[];
     connection_id: string[];
+    user_id: string[];
   };
   /** Query parameters each report declares (from GET /allocation-reports). */
   reportParams: Record<string, { name: string; type?: string; values?: string[] }[]>;
@@ -184,6 +187,10 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
   const keyIds: string[] = [];
   for (let i = 0; i < 4; i++) keyIds.push((await ok(base, "POST", `${P}/api-keys`, org.key, { name: `fuzz disposable ${i}`, scopes: ["reports:read"] })).json.id);
 
+  // Members: one to read and change, several to remove.
+  const memberIds: string[] = [];
+  for (let i = 0; i < 4; i++) memberIds.push((await ok(base, "POST", `${P}/members`, org.key, { email: `fuzz.member.${i}@example.com`, role: "viewer" })).json.user_id);
+
   // Billing connections: an S3 export behind a name that never resolves (a test or sync fails fast as unreachable).
   const connectionIds: string[] = [];
   for (let i = 0; i < 5; i++) {
@@ -248,6 +255,7 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       connection_id: connectionIds.slice(0, 1),
       purchase_id: [crypto.randomUUID()],
       plan_id: [planId],
+      user_id: memberIds.slice(0, 1),
     },
     disposable: {
       estimate_id: disposableEstimates.map((e) => e.id),
@@ -255,6 +263,7 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       template_id: [...disposableTemplates, ...systemTemplates.slice(0, 1)],
       key_id: keyIds.slice(1),
       connection_id: connectionIds.slice(1),
+      user_id: memberIds.slice(1),
     },
     reportParams,
     awsSkuIds: skus.aws!,

@@ -66,6 +66,10 @@ export function scopeOf(method: string, path: string): string | undefined {
   if (p === "") return "any";
   if (p.startsWith("/api-keys")) return "all";
   if (p.startsWith("/allocation-reports")) return "reports:read";
+  if (p.startsWith("/costs")) return "reports:read";
+  if (p.startsWith("/commitments") || p.startsWith("/commitment-summary") || p.startsWith("/billing-data-freshness")) return "reports:read";
+  if (p.startsWith("/members")) return "all";
+  if (p === "/commitment-plans/preview") return "templates:read";
   if (p.startsWith("/catalog-skus")) return "estimates:read";
   if (p.startsWith("/support")) return "support:write";
   const write = method !== "GET";

@@ -11,3 +11,4 @@ export * from "./reports.ts";
 export * from "./connections.ts";
 export * from "./purchasing.ts";
 export * from "./idempotency.ts";
+export * from "./console.ts";

@@ -1,11 +1,7 @@
 /** Commitment management: the inventory (reserved instances, savings plans, CUDs, insured commitments). */
 import * as z from "zod";
-import { coverageAndUtilization, listCommitments, type CommitmentView } from "../../billing/queries.ts";
-import { NotFoundError } from "../../errors.ts";
-import { cents, centsOrNull, defineTool, providerEnum, ratio, ymd, type ToolContext } from "./common.ts";
-import { rate6 } from "../../pricing/display.ts";
-
-const DAY = 86_400_000;
+import { commitmentPerformance, commitmentShown, findCommitment, findCommitments, lapsingRecurringHourlyCost } from "../../billing/commitmentViews.ts";
+import { defineTool, providerEnum } from "./common.ts";
 
 const commitmentOut = z.looseObject({
   id: z.string(),
@@ -27,20 +23,6 @@ const commitmentOut = z.looseObject({
   insured: z.boolean(),
   status: z.enum(["active", "expired", "not_started"]),
 });
-
-function view(c: CommitmentView, now: Date) {
-  const ends = c.ends_at ? new Date(c.ends_at) : null;
-  const starts = c.starts_at ? new Date(c.starts_at) : null;
-  const status = ends && ends <= now ? "expired" : starts && starts > now ? "not_started" : "active";
-  return {
-    ...c,
-    amount: c.amount === null ? null : rate6(c.amount),
-    recurring_hourly_cost: c.recurring_hourly_cost === null ? null : rate6(c.recurring_hourly_cost),
-    upfront_cost: centsOrNull(c.upfront_cost),
-    days_until_expiry: ends ? Math.max(0, Math.ceil((ends.getTime() - now.getTime()) / DAY)) : null,
-    status: status as "active" | "expired" | "not_started",
-  };
-}
 
 export const listCommitmentsTool = defineTool({
   name: "list_commitments",
@@ -65,27 +47,21 @@ export const listCommitmentsTool = defineTool({
     commitments: z.array(commitmentOut),
   },
   async run(ctx, a) {
-    let rows = await listCommitments(ctx.s.db, ctx.orgId, { provider: a.provider, status: a.status, insured: a.insured, commitmentType: a.commitment_type, at: ctx.now });
-    if (a.holding_account_id) rows = rows.filter((c) => c.holding_account_id === a.holding_account_id);
-    if (a.expiring_within_days !== undefined) {
-      const horizon = ctx.now.getTime() + a.expiring_within_days * DAY;
-      rows = rows.filter((c) => c.ends_at && new Date(c.ends_at).getTime() <= horizon);
-    }
-    const out = rows.slice(0, a.limit).map((c) => view(c, ctx.now));
+    const rows = await findCommitments(ctx.s.db, ctx.orgId, ctx.now, {
+      provider: a.provider,
+      status: a.status,
+      insured: a.insured,
+      commitmentType: a.commitment_type,
+      holdingAccountId: a.holding_account_id,
+      expiringWithinDays: a.expiring_within_days,
+    });
+    const out = rows.slice(0, a.limit).map((c) => commitmentShown(c, ctx.now));
     return {
       structured: { as_of: ctx.now.toISOString(), total_count: rows.length, returned_count: out.length, truncated: rows.length > out.length, commitments: out },
       summary: `${rows.length} ${a.status === "all" ? "" : `${a.status} `}commitment(s)${rows.length > out.length ? `, first ${out.length} shown` : ""}.`,
     };
   },
 });
-
-async function findCommitment(ctx: ToolContext, id: string): Promise<CommitmentView> {
-  const all = await listCommitments(ctx.s.db, ctx.orgId, { status: "all", at: ctx.now });
-  const key = id.toLowerCase();
-  const c = all.find((x) => x.id === key || x.provider_commitment_id.toLowerCase() === key);
-  if (!c) throw new NotFoundError(`No commitment ${id} in this organization.`);
-  return c;
-}
 
 export const getCommitmentTool = defineTool({
   name: "get_commitment",
@@ -110,28 +86,11 @@ export const getCommitmentTool = defineTool({
     }),
   },
   async run(ctx, a) {
-    const c = await findCommitment(ctx, a.commitment_id);
-    // The last N complete UTC days (today is still being billed).
-    const to = new Date(Date.UTC(ctx.now.getUTCFullYear(), ctx.now.getUTCMonth(), ctx.now.getUTCDate()));
-    const from = new Date(to.getTime() - a.lookback_days * DAY);
-    const rows = await coverageAndUtilization(ctx.s.db, ctx.orgId, { provider: c.provider, from, to, groupBy: "commitment" });
-    const r = rows.find((x) => x.key === c.provider_commitment_id);
-    const used = r?.used_cost ?? 0;
-    const unused = r?.unused_cost ?? 0;
+    const c = await findCommitment(ctx.s.db, ctx.orgId, a.commitment_id, ctx.now);
+    const performance = await commitmentPerformance(ctx.s.db, ctx.orgId, c, ctx.now, a.lookback_days);
     return {
-      structured: {
-        commitment: view(c, ctx.now),
-        performance: {
-          start_date: ymd(from),
-          end_date: ymd(to),
-          used_cost: cents(used),
-          unused_cost: cents(unused),
-          utilization: ratio(r?.utilization ?? null),
-          covered_ondemand_cost: cents(r?.covered_ondemand_cost),
-          savings: cents(r?.savings),
-        },
-      },
-      summary: `${c.commitment_type} ${c.provider_commitment_id}${r?.utilization != null ? `: ${(r.utilization * 100).toFixed(1)}% utilized over the last ${a.lookback_days} days` : ": no billing activity in the window"}.`,
+      structured: { commitment: commitmentShown(c, ctx.now), performance },
+      summary: `${c.commitment_type} ${c.provider_commitment_id}${performance.utilization !== null ? `: ${(performance.utilization * 100).toFixed(1)}% utilized over the last ${a.lookback_days} days` : ": no billing activity in the window"}.`,
     };
   },
 });
@@ -154,18 +113,14 @@ export const expiringCommitmentsTool = defineTool({
     commitments: z.array(commitmentOut),
   },
   async run(ctx, a) {
-    const horizon = ctx.now.getTime() + a.within_days * DAY;
-    const rows = (await listCommitments(ctx.s.db, ctx.orgId, { provider: a.provider, status: "active", at: ctx.now }))
-      .filter((c) => c.ends_at && new Date(c.ends_at).getTime() <= horizon)
-      .sort((x, y) => new Date(x.ends_at!).getTime() - new Date(y.ends_at!).getTime());
-    const lapsing = rows.reduce((acc, c) => acc + (c.recurring_hourly_cost ?? 0), 0);
+    const rows = await findCommitments(ctx.s.db, ctx.orgId, ctx.now, { provider: a.provider, status: "active", expiringWithinDays: a.within_days, soonestFirst: true });
     return {
       structured: {
         as_of: ctx.now.toISOString(),
         within_days: a.within_days,
         count: rows.length,
-        lapsing_recurring_hourly_cost: rate6(lapsing),
-        commitments: rows.map((c) => view(c, ctx.now)),
+        lapsing_recurring_hourly_cost: lapsingRecurringHourlyCost(rows),
+        commitments: rows.map((c) => commitmentShown(c, ctx.now)),
       },
       summary: rows.length ? `${rows.length} commitment(s) expire within ${a.within_days} days; the first on ${rows[0]!.ends_at!.slice(0, 10)}.` : `No commitment expires within ${a.within_days} days.`,
     };

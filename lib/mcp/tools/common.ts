@@ -6,7 +6,6 @@
 import * as z from "zod";
 import type { Principal } from "../../auth/principal.ts";
 import type { Scope } from "../../auth/scopes.ts";
-import { ValidationError } from "../../errors.ts";
 import { classifyError } from "../../http/classifyError.ts";
 import { errorForLog } from "../../log.ts";
 import { fromCents, rate6, toCents } from "../../pricing/display.ts";
@@ -56,22 +55,8 @@ export const windowInput = {
 
 export const windowOutput = z.object({ start_date: z.string(), end_date: z.string() });
 
-function validDate(s: string): Date {
-  const d = new Date(`${s}T00:00:00Z`);
-  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== s) throw new ValidationError(`${s} is not a calendar date.`, {});
-  return d;
-}
-
-export const ymd = (d: Date) => d.toISOString().slice(0, 10);
-
-/** The reporting window: [start, end) days; default = the current month and the two before it. */
-export function resolveWindow(now: Date, a: { start_date?: string; end_date?: string }): { from: Date; to: Date; start_date: string; end_date: string } {
-  const from = a.start_date ? validDate(a.start_date) : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 2, 1));
-  const to = a.end_date ? validDate(a.end_date) : new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  if (to <= from) throw new ValidationError("end_date must be after start_date.", {});
-  if (to.getTime() - from.getTime() > 3 * 366 * 86_400_000) throw new ValidationError("The window may span at most three years.", {});
-  return { from, to, start_date: ymd(from), end_date: ymd(to) };
-}
+/** The reporting window ([start, end) days, default: this month and the two before) lives with the cost explorer. */
+export { resolveWindow, ymd } from "../../billing/costExplorer.ts";
 
 /** Runs a tool; domain errors become their message, anything else a generic one (logged). */
 export async function runTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(def: ToolDef<I, O>, ctx: ToolContext, args: any) {

@@ -14,7 +14,9 @@ export const billingFreshnessTool = defineTool({
     count: z.number().int(),
     connections: z.array(
       z.looseObject({
+        id: z.string(),
         name: z.string(),
+        provider: z.string(),
         kind: z.string(),
         status: z.string(),
         enabled: z.boolean(),

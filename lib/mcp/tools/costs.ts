@@ -9,20 +9,17 @@ import {
   comparePeriods,
   COST_DIMENSIONS,
   lastCompleteMonth,
-  listDimensionValues,
   MAX_FILTER_VALUES,
   MAX_FILTERS,
   MAX_GROUP_BY,
   MAX_LIMIT,
   precedingPeriod,
-  queryCosts,
   TAG_KEY_MAX,
-  type CostAmounts,
   type CostWindow,
   type DimensionDrivers,
   type DriverRow,
-  type MoneyField,
 } from "../../billing/costQuery.ts";
+import { COST_METRICS, exploreCosts, exploreDimensionValues } from "../../billing/costExplorer.ts";
 import { ValidationError } from "../../errors.ts";
 import { defineTool, isoDate, moneyText, providerEnum, ratio, resolveWindow, windowInput, windowOutput, ymd } from "./common.ts";
 
@@ -38,16 +35,6 @@ const filtersInput = z
   .describe(
     `Only rows matching every filter: an object of dimension → value or list of values (up to ${MAX_FILTER_VALUES}; null matches rows where the dimension is not set, e.g. untagged), at most ${MAX_FILTERS} dimensions, from ${DIMENSIONS_TEXT}. Example: {"tag:team": ["data", "ml"], "provider": "aws"}. Values are exact (case-sensitive); find them with list_dimension_values.`,
   );
-
-const METRICS = ["all", "effective_cost", "billed_cost", "list_cost", "split"] as const;
-const METRIC_FIELDS: Record<(typeof METRICS)[number], MoneyField[]> = {
-  all: ["effective_cost", "billed_cost", "list_cost", "ondemand_cost", "commitment_cost", "other_cost"],
-  effective_cost: ["effective_cost"],
-  billed_cost: ["effective_cost", "billed_cost"],
-  list_cost: ["effective_cost", "list_cost"],
-  split: ["effective_cost", "ondemand_cost", "commitment_cost", "other_cost"],
-};
-const pick = (a: CostAmounts, fields: MoneyField[]) => Object.fromEntries(fields.map((f) => [f, a[f]])) as Partial<CostAmounts>;
 
 const moneyFields = {
   effective_cost: z.number(),
@@ -67,7 +54,7 @@ export const queryCostsTool = defineTool({
     ...windowInput,
     group_by: z.array(dimensionName).max(MAX_GROUP_BY).default([]).describe(`Dimensions of the rows (0 to ${MAX_GROUP_BY}, in this order): ${DIMENSIONS_TEXT}. Empty: one row per currency.`),
     filters: filtersInput,
-    metric: z.enum(METRICS).default("all").describe("Money columns: all (default); effective_cost only; billed_cost or list_cost beside effective_cost; split = effective_cost with its on-demand / commitment / other split."),
+    metric: z.enum(COST_METRICS).default("all").describe("Money columns: all (default); effective_cost only; billed_cost or list_cost beside effective_cost; split = effective_cost with its on-demand / commitment / other split."),
     limit: z.number().int().min(1).max(MAX_LIMIT).default(100).describe(`Rows returned, largest effective cost first (1-${MAX_LIMIT}).`),
   },
   output: {
@@ -80,15 +67,12 @@ export const queryCostsTool = defineTool({
     totals: z.array(z.object({ currency: z.string(), rows: z.number().int(), ...moneyFields })),
   },
   async run(ctx, a) {
-    const w = resolveWindow(ctx.now, a);
-    const r = await queryCosts(ctx.s.db, ctx.orgId, { window: w, groupBy: a.group_by, filters: a.filters, limit: a.limit });
-    const fields = METRIC_FIELDS[a.metric];
-    const rows = r.rows.map((x) => ({ currency: x.currency, keys: x.keys, ...pick(x, fields) }) as { currency: string; keys: Record<string, string | null>; effective_cost: number });
-    const totals = r.totals.map((t) => ({ currency: t.currency, rows: t.rows, ...pick(t, fields) }) as { currency: string; rows: number; effective_cost: number });
+    const r = await exploreCosts(ctx.s.db, ctx.orgId, ctx.now, a);
+    const { window: w, rows, totals } = r;
     const first = rows[0];
     const lead = first && r.group_by.length ? `; largest: ${r.group_by.map((g) => first.keys[g] ?? "(not set)").join(" / ")} ${first.currency} ${first.effective_cost}` : "";
     return {
-      structured: { window: { start_date: w.start_date, end_date: w.end_date }, group_by: r.group_by, metric: a.metric, rows, total_rows: r.total_rows, truncated: r.truncated, totals },
+      structured: r,
       summary: r.total_rows
         ? `Effective (amortized) cost ${moneyText(totals, "effective_cost")} between ${w.start_date} and ${w.end_date}: ${r.total_rows} row(s)${r.group_by.length ? ` by ${r.group_by.join(", ")}` : ""}${r.truncated ? `, ${rows.length} shown` : ""}${lead}.`
         : `No cost between ${w.start_date} and ${w.end_date} matches.`,
@@ -117,11 +101,11 @@ export const dimensionValuesTool = defineTool({
     totals: z.array(z.object({ currency: z.string(), effective_cost: z.number() })),
   },
   async run(ctx, a) {
-    const w = resolveWindow(ctx.now, a);
-    const r = await listDimensionValues(ctx.s.db, ctx.orgId, { window: w, dimension: a.dimension, prefix: a.prefix, filters: a.filters, limit: a.limit });
+    const r = await exploreDimensionValues(ctx.s.db, ctx.orgId, ctx.now, a);
+    const w = r.window;
     const shown = r.values.slice(0, 10).map((v) => v.value ?? "(not set)");
     return {
-      structured: { window: { start_date: w.start_date, end_date: w.end_date }, ...r },
+      structured: r,
       summary: r.total_values
         ? `${r.total_values} value(s) of ${a.dimension} between ${w.start_date} and ${w.end_date}${r.totals.length ? ` (effective cost ${moneyText(r.totals, "effective_cost")})` : ""}: ${shown.join(", ")}${r.total_values > shown.length ? ", …" : ""}.`
         : `No value of ${a.dimension} between ${w.start_date} and ${w.end_date}.`,

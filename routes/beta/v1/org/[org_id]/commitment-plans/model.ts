@@ -4,6 +4,8 @@ import { PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { TextEnum } from "../../../../../../lib/http/text.ts";
 import { PLAN_STATUSES } from "../../../../../../lib/planning/plans.ts";
 import { PROVIDERS } from "../../../../../../lib/providers.ts";
+import { MAX_PREVIEW_SETTINGS } from "../../../../../../lib/planning/requested.ts";
+import { ContractSpec as ContractSpecBody, TemplateContractSpec } from "../commitment-plan-templates/model.ts";
 
 export const PlanParams = t.Object({ org_id: t.String(), plan_id: t.String({ format: "uuid" }) });
 export const ListPlansQuery = t.Object({
@@ -68,3 +70,61 @@ export const CommitmentPlanItem = component(
 );
 
 export const CommitmentPlan = component("CommitmentPlan", t.Object({ ...summaryFields, items: t.Array(CommitmentPlanItem) }));
+
+// --- POST /commitment-plans and /commitment-plans/preview ------------------------------------
+
+export const GeneratePlanBody = t.Object(
+  { template_id: t.String({ format: "uuid", description: "The commitment plan template to generate from (GET /commitment-plan-templates)" }) },
+  { additionalProperties: false },
+);
+
+const settingFields = {
+  coverage_target: t.Optional(
+    t.Number({
+      minimum: 0,
+      maximum: 100,
+      description: "Percent (0–100) of each usage group's eligible usage to cover at most, active commitments included; each option's savings-maximizing amount is capped at it. Absent: sized for the most savings",
+    }),
+  ),
+  contract_specs: t.Optional(t.Array(ContractSpecBody, { minItems: 1, maxItems: 50, description: "The term/payment mix allowed (replaces the template's contract_specs)" })),
+  max_upfront_cost: t.Optional(t.Number({ minimum: 0, maximum: 1e15, description: "Upfront budget (USD; replaces the template's max_upfront_cost)" })),
+};
+const PlanSetting = t.Object(settingFields, { additionalProperties: false });
+
+export const PreviewPlanBody = t.Object(
+  {
+    template_id: t.String({ format: "uuid", description: "The commitment plan template to start from" }),
+    overrides: t.Optional(t.Object(settingFields, { additionalProperties: false, description: "Applied to every setting (a setting's own keys win)" })),
+    settings: t.Optional(t.Array(PlanSetting, { minItems: 1, maxItems: MAX_PREVIEW_SETTINGS, description: `Up to ${MAX_PREVIEW_SETTINGS} what-if settings, each sized separately (absent: one setting, the overrides alone)` })),
+  },
+  { additionalProperties: false },
+);
+
+export const CommitmentPlanPreviewSetting = component(
+  "CommitmentPlanPreviewSetting",
+  t.Object({
+    coverage_target: t.Union([t.Number(), t.Null()], { description: "The coverage target sized for (percent), null: none" }),
+    max_upfront_cost: Money("The upfront budget sized for"),
+    contract_specs: t.Array(TemplateContractSpec, { description: "The contract specs sized for" }),
+    item_count: t.Integer({ description: "Number of plan items (purchases)" }),
+    monthly_net_savings: Money("Monthly net savings: the sum of the items'"),
+    term_net_savings: Money("Net savings over each item's term (monthly net savings × term months), summed"),
+    total_upfront_cost: Money("Upfront payment"),
+    monthly_cost: Money("Monthly commitment cost (recurring + amortized upfront + insurance premium)"),
+    monthly_recurring_cost: Money("Monthly recurring payment (the monthly cost without the amortized upfront)"),
+    lock_in_days: t.Number({ description: "Commitment lock-in: the items' lock-in days (remaining term at purchase: 30/365 for insured terms, the term for native ones) weighted by their committed monthly amount (recurring + amortized upfront); 0 with no items (2 decimals)" }),
+    active_coverage: t.Number({ minimum: 0, maximum: 100, description: "Percent of the analysed usage (on-demand equivalent) active commitments already cover (6 decimals)" }),
+    coverage_reached: t.Number({ minimum: 0, maximum: 100, description: "Percent of the analysed usage covered with the plan bought: active commitments plus the items (6 decimals)" }),
+  }),
+);
+
+export const CommitmentPlanPreview = component(
+  "CommitmentPlanPreview",
+  t.Object({
+    template_id: Uuid,
+    provider: t.String({ enum: [...PROVIDERS] }),
+    currency: t.String({ description: "Currency of the money fields (the catalog's: USD)" }),
+    usage_window: t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }), lookback_days: t.Integer() }),
+    settings: t.Array(CommitmentPlanPreviewSetting, { description: "One result per setting, in the order sent" }),
+  }),
+);
