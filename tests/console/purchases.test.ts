@@ -100,8 +100,18 @@ describeEachDb("console: purchases", (driver) => {
     const bought = aws.purchases.ec2.length;
     const member = await newPage(browser(), { width: 375 });
     try {
-      await signIn(member.page, base, org.people.member, org.orgId, `/app/purchases/${purchase.id}`, member.problems);
+      await signIn(member.page, base, org.people.member, org.orgId, "/app/purchases", member.problems);
+      await member.page.waitForSelector("#waiting-table");
+      expect(await member.page.$$eval("#waiting-table tbody tr", (trs) => trs.length)).toBe(1);
+      expect(await member.page.$$("#approve, #reject, #confirm-decision")).toEqual([]);
+      expect(await overflowsHorizontally(member.page)).toBe(false);
+      await expectCleanPage(member.page, member.problems);
+      await screenshot(member.page, `purchases-member-375-${driver}`);
+      await member.page.click("#waiting-table tbody a");
       await member.page.waitForSelector("#purchase-facts");
+      await member.page.waitForSelector("#purchase-events li");
+      expect(await member.page.$("#reject")).toBeNull();
+      await screenshot(member.page, `purchases-story-375-${driver}`);
       expect(await member.page.$("#approve")).toBeNull();
       expect(await overflowsHorizontally(member.page)).toBe(false);
       await expectCleanPage(member.page, member.problems);
@@ -119,7 +129,9 @@ describeEachDb("console: purchases", (driver) => {
       await admin.page.click("#reject");
       await admin.page.click("#confirm-decision");
       await admin.page.waitForFunction(() => document.querySelector("#purchase-status-value")?.textContent === "rejected");
-      expect((await (await api("GET", `/purchases/${purchase.id}`)).json()).status).toBe("rejected");
+      const view = await (await api("GET", `/purchases/${purchase.id}`)).json();
+      expect(view.status).toBe("rejected");
+      expect(view.items.map((i: any) => i.status)).toEqual(["rejected"]);
       await backgroundPurchasesSettled(t.s);
       expect(aws.purchases.ec2.length).toBe(bought);
       await expectCleanPage(admin.page, admin.problems);
@@ -127,4 +139,22 @@ describeEachDb("console: purchases", (driver) => {
       await admin.context.close();
     }
   }, 120_000);
+
+  test.skipIf(!hasChromium)("with nothing waiting the page says so and tells where purchases come from", async () => {
+    const base = baseUrl();
+    const org = await consoleOrg(t);
+    const { context, page, problems } = await newPage(browser());
+    try {
+      await signIn(page, base, org.people.admin, org.orgId, "/app/purchases", problems);
+      await page.waitForSelector("#waiting .empty");
+      expect(await page.textContent("#waiting .empty")).toContain("No purchases are waiting for approval");
+      await page.waitForSelector("#all .empty");
+      expect(await page.textContent("#all .empty")).toContain("auto-purchase schedule");
+      await page.waitForSelector("#runs .empty");
+      await expectCleanPage(page, problems);
+      await screenshot(page, `purchases-empty-${driver}`);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 });

@@ -9,7 +9,7 @@ Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineContro
 Chart.defaults.font.family = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 Chart.defaults.animation = false;
 
-export const PALETTE = ["#1f5fbf", "#d9730d", "#2e8540", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b"];
+export const PALETTE = ["#1f5fbf", "#d9730d", "#2e8540", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b", "#5b3a29", "#e377c2", "#17becf", "#393b79"];
 
 export interface Series {
   label: string;
