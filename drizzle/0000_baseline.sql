@@ -746,6 +746,77 @@ CREATE TABLE "console_sessions" (
 	CONSTRAINT "console_sessions_secret_hash_unique" UNIQUE("secret_hash")
 );
 --> statement-breakpoint
+CREATE TABLE "events" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"seq" bigint GENERATED ALWAYS AS IDENTITY (sequence name "events_seq_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1),
+	"org_id" uuid NOT NULL,
+	"type" text NOT NULL,
+	"data_version" integer DEFAULT 1 NOT NULL,
+	"occurred_at" timestamp with time zone NOT NULL,
+	"data" jsonb NOT NULL,
+	"resource_path" text,
+	"console_path" text,
+	"dedupe_key" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "webhook_attempts" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"delivery_id" uuid NOT NULL,
+	"endpoint_id" uuid NOT NULL,
+	"attempt" integer NOT NULL,
+	"at" timestamp with time zone NOT NULL,
+	"status_code" integer,
+	"latency_ms" integer NOT NULL,
+	"response_excerpt" text,
+	"error" text,
+	"manual" boolean DEFAULT false NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "webhook_deliveries" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid,
+	"endpoint_id" uuid NOT NULL,
+	"event_id" uuid NOT NULL,
+	"event_seq" bigint NOT NULL,
+	"event_occurred_at" timestamp with time zone NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"attempts" integer DEFAULT 0 NOT NULL,
+	"last_attempt_at" timestamp with time zone,
+	"last_status_code" integer,
+	"last_latency_ms" integer,
+	"last_response_excerpt" text,
+	"last_error" text,
+	"delivered_at" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "webhook_endpoints" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid,
+	"kind" text DEFAULT 'webhook' NOT NULL,
+	"url" text NOT NULL,
+	"event_types" text[] NOT NULL,
+	"description" text,
+	"enabled" boolean DEFAULT true NOT NULL,
+	"disabled_reason" text,
+	"disabled_at" timestamp with time zone,
+	"legacy_key" text,
+	"secret_ciphertext" text,
+	"secret_key_id" text,
+	"previous_secret_ciphertext" text,
+	"previous_secret_key_id" text,
+	"previous_secret_expires_at" timestamp with time zone,
+	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"consecutive_failures" integer DEFAULT 0 NOT NULL,
+	"failing_since" timestamp with time zone,
+	"lease_token" uuid,
+	"lease_until" timestamp with time zone,
+	"created_by" uuid,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -805,6 +876,13 @@ ALTER TABLE "purchase_items" ADD CONSTRAINT "purchase_items_purchase_id_purchase
 ALTER TABLE "purchasing_connections" ADD CONSTRAINT "purchasing_connections_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "console_sessions" ADD CONSTRAINT "console_sessions_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "events" ADD CONSTRAINT "events_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_attempts" ADD CONSTRAINT "webhook_attempts_delivery_id_webhook_deliveries_id_fk" FOREIGN KEY ("delivery_id") REFERENCES "public"."webhook_deliveries"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_attempts" ADD CONSTRAINT "webhook_attempts_endpoint_id_webhook_endpoints_id_fk" FOREIGN KEY ("endpoint_id") REFERENCES "public"."webhook_endpoints"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_endpoint_id_webhook_endpoints_id_fk" FOREIGN KEY ("endpoint_id") REFERENCES "public"."webhook_endpoints"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_event_id_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "webhook_endpoints_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -875,4 +953,14 @@ CREATE UNIQUE INDEX "purchasing_connections_org_name_uq" ON "purchasing_connecti
 CREATE INDEX "purchasing_connections_inventory_due_idx" ON "purchasing_connections" USING btree ("next_inventory_at");--> statement-breakpoint
 CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");--> statement-breakpoint
 CREATE INDEX "console_logins_expires_idx" ON "console_logins" USING btree ("expires_at");--> statement-breakpoint
-CREATE INDEX "console_sessions_expires_idx" ON "console_sessions" USING btree ("expires_at");
+CREATE INDEX "console_sessions_expires_idx" ON "console_sessions" USING btree ("expires_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "events_org_dedupe_uq" ON "events" USING btree ("org_id","dedupe_key") WHERE dedupe_key IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "events_org_time_idx" ON "events" USING btree ("org_id","occurred_at","seq");--> statement-breakpoint
+CREATE INDEX "events_org_type_time_idx" ON "events" USING btree ("org_id","type","occurred_at");--> statement-breakpoint
+CREATE INDEX "webhook_attempts_endpoint_at_idx" ON "webhook_attempts" USING btree ("endpoint_id","at");--> statement-breakpoint
+CREATE INDEX "webhook_attempts_delivery_idx" ON "webhook_attempts" USING btree ("delivery_id","attempt");--> statement-breakpoint
+CREATE UNIQUE INDEX "webhook_deliveries_endpoint_event_uq" ON "webhook_deliveries" USING btree ("endpoint_id","event_id");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" USING btree ("endpoint_id","event_occurred_at","event_seq") WHERE status = 'pending';--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_endpoint_time_idx" ON "webhook_deliveries" USING btree ("endpoint_id","created_at");--> statement-breakpoint
+CREATE INDEX "webhook_endpoints_org_idx" ON "webhook_endpoints" USING btree ("org_id","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "webhook_endpoints_legacy_uq" ON "webhook_endpoints" USING btree ("legacy_key") WHERE legacy_key IS NOT NULL;

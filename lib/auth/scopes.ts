@@ -11,6 +11,10 @@ export const SCOPES = [
   "connections:write",
   "purchases:read",
   "purchases:write",
+  "events:read",
+  "webhooks:write",
+  "budgets:read",
+  "budgets:write",
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -22,7 +26,7 @@ export type Role = "viewer" | "member" | "admin";
 
 /** What a membership role may do; a token's effective scopes are its own ∩ its user's role. */
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  viewer: ["reports:read", "templates:read", "estimates:read", "assistant:read", "support:write"],
-  member: ["reports:read", "templates:read", "estimates:read", "estimates:write", "assistant:read", "support:write", "purchases:read"],
+  viewer: ["reports:read", "templates:read", "estimates:read", "assistant:read", "support:write", "events:read", "budgets:read"],
+  member: ["reports:read", "templates:read", "estimates:read", "estimates:write", "assistant:read", "support:write", "purchases:read", "events:read", "budgets:read"],
   admin: SCOPES,
 };

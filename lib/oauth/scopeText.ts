@@ -11,4 +11,8 @@ export const SCOPE_DESCRIPTIONS: Record<string, string> = {
   "connections:write": "add, change, test, sync and delete billing and purchasing connections to your cloud providers",
   "purchases:read": "see the commitment purchases and their story (what was bought, approved, rejected or failed)",
   "purchases:write": "approve or reject commitment purchases: approving spends money at your cloud providers",
+  "events:read": "read the organization's event log (purchases waiting for approval, sync failures, expiring commitments, anomalies, budget alerts)",
+  "webhooks:write": "add, change, rotate and delete the webhook and Slack endpoints that receive your events, and see their delivery logs",
+  "budgets:read": "see budgets and their status (actual and forecast spend against each budget)",
+  "budgets:write": "create, change and delete budgets and their alert thresholds",
 };

@@ -12,3 +12,4 @@ export * from "./connections.ts";
 export * from "./purchasing.ts";
 export * from "./idempotency.ts";
 export * from "./console.ts";
+export * from "./events.ts";

@@ -55,7 +55,7 @@ const MONEY_COLUMNS: { key: "effective_cost" | "billed_cost" | "list_cost" | "on
   { key: "commitment_cost", label: "Commitment" },
   { key: "other_cost", label: "Other" },
 ];
-const LIMITS = ["25", "100", "500", "1000"];
+const LIMITS = ["10", "25", "100", "500", "1000"];
 const DEFAULT_GROUP_BY = ["service", "month"];
 const DEFAULT_METRIC = "effective_cost";
 const DEFAULT_LIMIT = "100";
@@ -336,6 +336,35 @@ function Results(props: { costs: Costs; csv: string }) {
   );
 }
 
+/** The window's two dates, applied together (a half-changed window may be no window at all). */
+function Dates(props: { shown: { start: string; end: string } | undefined; onApply: (start: string, end: string) => void }) {
+  const [edit, setEdit] = useState<{ start: string; end: string } | null>(null);
+  const value = edit ?? props.shown ?? { start: "", end: "" };
+  const changed = edit !== null && (edit.start !== props.shown?.start || edit.end !== props.shown?.end);
+  const input = (which: "start" | "end") => (e: Event) => setEdit({ ...value, [which]: (e.currentTarget as HTMLInputElement).value });
+  return (
+    <form
+      class="explorer-dates"
+      aria-label="Window of days"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (value.start && value.end) props.onApply(value.start, value.end);
+        setEdit(null);
+      }}
+    >
+      <Field label="Start date" id="start-date">
+        <input id="start-date" type="date" required value={value.start} onInput={input("start")} />
+      </Field>
+      <Field label="End date (exclusive)" id="end-date" hint="The day after the last day counted">
+        <input id="end-date" type="date" required aria-describedby="end-date-hint" value={value.end} onInput={input("end")} />
+      </Field>
+      <button type="submit" id="apply-dates" class={changed ? undefined : "secondary"} disabled={!value.start || !value.end}>
+        Apply dates
+      </button>
+    </form>
+  );
+}
+
 let rowSeq = 0;
 const rowsOf = (filters: Filter[]): FilterRow[] =>
   filters.map((f) => ({ id: ++rowSeq, base: f.dim.startsWith(TAG) ? "tag" : f.dim, tagKey: f.dim.startsWith(TAG) ? f.dim.slice(TAG.length) : "", value: f.value }));
@@ -372,15 +401,10 @@ export default function Explorer() {
         <div class="form-grid">
           <GroupBy id="group-1" label="Group by" value={view.groupBy[0] ?? null} optional={false} exclude={view.groupBy[1] ?? null} tagKeys={tagKeys} onChange={(d) => setGroup(0, d)} />
           <GroupBy id="group-2" label="Then by (optional)" value={view.groupBy[1] ?? null} optional exclude={view.groupBy[0] ?? null} tagKeys={tagKeys} onChange={(d) => setGroup(1, d)} />
-          <Field label="Start date" id="start-date">
-            <input id="start-date" type="date" value={view.start ?? window?.start_date ?? ""} onChange={(e) => (e.currentTarget as HTMLInputElement).value && update({ start: (e.currentTarget as HTMLInputElement).value })} />
-          </Field>
-          <Field label="End date (exclusive)" id="end-date" hint="The day after the last day counted">
-            <input id="end-date" type="date" aria-describedby="end-date-hint" value={view.end ?? window?.end_date ?? ""} onChange={(e) => (e.currentTarget as HTMLInputElement).value && update({ end: (e.currentTarget as HTMLInputElement).value })} />
-          </Field>
           <Select id="metric" label="Money columns" value={view.metric} options={METRICS} onChange={(metric) => update({ metric })} />
           <Select id="limit" label="Rows" value={view.limit} options={(LIMITS.includes(view.limit) ? LIMITS : [view.limit, ...LIMITS]).map((l) => ({ value: l, label: `Largest ${l}` }))} onChange={(limit) => update({ limit })} />
         </div>
+        <Dates shown={window ? { start: view.start ?? window.start_date, end: view.end ?? window.end_date } : undefined} onApply={(start, end) => update({ start, end })} />
         <h3>Filters</h3>
         {rows.length === 0 && <p class="hint">No filter: every cost of the window is counted.</p>}
         {rows.map((r, i) => (
