@@ -3,7 +3,8 @@
  * kept in memory with their brotli and gzip forms, served with content-hashed names and cached
  * for a year. The HTML shell is the only uncached file.
  */
-import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import { brotliCompress, constants, gzip } from "node:zlib";
+import { promisify } from "node:util";
 import { createHash } from "node:crypto";
 import { CONSOLE_BASE } from "./sessions.ts";
 
@@ -48,22 +49,30 @@ export function setConsoleFiles(loader: () => Promise<ConsoleFile[]>): void {
   bundle = undefined;
 }
 
-function serve(name: string, bytes: Uint8Array): ServedFile {
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+// Compressed off the event loop (zlib's thread pool): quality 11 takes hundreds of milliseconds
+// at start-up, which would stall every request of a just-started replica.
+async function serve(name: string, bytes: Uint8Array): Promise<ServedFile> {
   const ext = name.slice(name.lastIndexOf(".") + 1);
+  const [br, gz] = await Promise.all([
+    brotliAsync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length } }),
+    gzipAsync(bytes, { level: 9 }),
+  ]);
   return {
     type: TYPES[ext] ?? "application/octet-stream",
     identity: new Uint8Array(bytes),
-    br: new Uint8Array(brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length } })),
-    gzip: new Uint8Array(gzipSync(bytes, { level: 9 })),
+    br: new Uint8Array(br),
+    gzip: new Uint8Array(gz),
     etag: `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 22)}"`,
   };
 }
 
 export function consoleBundle(): Promise<ConsoleBundle> {
   bundle ??= loadFiles()
-    .then((list) => {
-      const files = new Map<string, ServedFile>();
-      for (const f of list) files.set(f.name, serve(f.name, f.bytes));
+    .then(async (list) => {
+      const files = new Map<string, ServedFile>(await Promise.all(list.map(async (f) => [f.name, await serve(f.name, f.bytes)] as const)));
       const scripts = list.filter((f) => f.kind === "entry" && f.name.endsWith(".js")).map((f) => f.name);
       const styles = list.filter((f) => f.name.endsWith(".css")).map((f) => f.name);
       const preloads = list.filter((f) => f.kind === "chunk" && f.name.endsWith(".js") && f.name.startsWith("chunk-")).map((f) => f.name);

@@ -12,6 +12,7 @@ import type { Services } from "../services.ts";
 import { SCOPES } from "../auth/scopes.ts";
 import { hashSecret, newSecret, timingSafeEqualStr } from "../auth/tokens.ts";
 import { pkceChallenge } from "../oauth/grants.ts";
+import { escapeHtml } from "../oauth/pages.ts";
 import { selfHandler } from "./self.ts";
 
 export const CONSOLE_CLIENT_ID = "commitops-console";
@@ -164,8 +165,7 @@ function unseal(secret: string, sealed: string): { access: string; refresh: stri
 
 /** The small page for a sign-in that cannot be completed: it says why and offers to start again. */
 export function signInProblem(title: string, message: string, status = 400): Response {
-  const esc = (t: string) => t.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)} · commitops</title></head><body><main><h1>${esc(title)}</h1><p>${esc(message)}</p><p><a href="${CONSOLE_BASE}/login">Sign in again</a></p></main></body></html>`;
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)} · commitops</title></head><body><main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p><p><a href="${CONSOLE_BASE}/login">Sign in again</a></p></main></body></html>`;
   return new Response(html, {
     status,
     headers: {
