@@ -84,6 +84,8 @@ describeEachDb("oauth: end-to-end authorization", (driver) => {
     expect(consentHtml).toContain(orgB.id);
     const r = await token(t, { grant_type: "authorization_code", client_id: client.client_id, code, redirect_uri: REDIRECT, code_verifier: verifier });
     expect(r.status).toBe(200);
+    // The token response names the organization chosen on the consent page (a client needs it for every path).
+    expect(r.body.org_id).toBe(orgB.id);
     expect((await send(t, "GET", `/beta/v1/org/${orgB.id}`, { headers: bearer(r.body.access_token) })).status).toBe(200);
     expect((await send(t, "GET", `/beta/v1/org/${orgA.id}`, { headers: bearer(r.body.access_token) })).status).toBe(403);
   });
