@@ -84,15 +84,27 @@ async function latestUsageEnd(db: DbOrTx, orgId: string, provider: Provider, now
 }
 
 /** `opts`: what-if knobs of sizing (lib/planning/preview.ts); stored plans are generated without them. */
-export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, config: TemplateConfiguration, now: Date, opts: SizingOptions = {}): Promise<GeneratedPlan> {
+/**
+ * What one plan generation reads from the database, kept by a caller that sizes the same
+ * template several ways (a preview of up to 10 settings reads the usage once, not per setting).
+ */
+export interface PlanInputs {
+  usage?: Promise<{ usageFrom: Date; usageTo: Date; latest: Date | null; usage: Awaited<ReturnType<typeof segmentHourlyUsage>>; active: Awaited<ReturnType<typeof activeCommitments>> }>;
+}
+
+export async function generatePlan(db: DbOrTx, orgId: string, segment: Segment, config: TemplateConfiguration, now: Date, opts: SizingOptions = {}, inputs: PlanInputs = {}): Promise<GeneratedPlan> {
   // Billing data lands hours or days late: the window ends at the last hour with usage, so
   // the not-yet-billed hours do not read as idle ones.
-  const latest = await latestUsageEnd(db, orgId, segment.provider, now);
-  const usageTo = new Date(Math.floor(Math.min(now.getTime(), latest?.getTime() ?? now.getTime()) / HOUR) * HOUR);
-  const usageFrom = new Date(usageTo.getTime() - config.lookback_days * 24 * HOUR);
   const provider = segment.provider;
-  const usage = await segmentHourlyUsage(db, orgId, { provider, from: usageFrom, to: usageTo, filters: segment.filters, resourceIds: config.resource_ids });
-  const active = await activeCommitments(db, orgId, provider, now, new Set(config.renewal_commitment_ids.map((x) => x.toLowerCase())));
+  inputs.usage ??= (async () => {
+    const latest = await latestUsageEnd(db, orgId, provider, now);
+    const usageTo = new Date(Math.floor(Math.min(now.getTime(), latest?.getTime() ?? now.getTime()) / HOUR) * HOUR);
+    const usageFrom = new Date(usageTo.getTime() - config.lookback_days * 24 * HOUR);
+    const usage = await segmentHourlyUsage(db, orgId, { provider, from: usageFrom, to: usageTo, filters: segment.filters, resourceIds: config.resource_ids });
+    const active = await activeCommitments(db, orgId, provider, now, new Set(config.renewal_commitment_ids.map((x) => x.toLowerCase())));
+    return { latest, usageFrom, usageTo, usage, active };
+  })();
+  const { latest, usageFrom, usageTo, usage, active } = await inputs.usage;
   // Quotes for the template's specs (what may be bought) plus those of the active spend-based
   // commitments (to value what they already cover at their own discount).
   const ownSpecs = active

@@ -20,7 +20,7 @@ import { getSegment } from "../segments/service.ts";
 import { COMMITMENT_TYPES, INSURED_TERMS, type ContractSpec, type Provider } from "../templates/enums.ts";
 import { getTemplate, type TemplateConfiguration, type TemplateView } from "../templates/service.ts";
 import { CATALOG_CURRENCY } from "../catalog/model.ts";
-import { generatePlan, savePlan, type GeneratedPlan } from "./generate.ts";
+import { generatePlan, savePlan, type GeneratedPlan, type PlanInputs } from "./generate.ts";
 import { getPlan } from "./plans.ts";
 
 /** How many settings one preview may compare. */
@@ -138,6 +138,9 @@ export async function previewPlans(db: DbOrTx, orgId: string, input: PreviewInpu
   const segment = await getSegment(db, orgId, t.segment_id);
   const out: PreviewSettingView[] = [];
   let window: GeneratedPlan | null = null;
+  // Settings differ only in specs, upfront cap and coverage target: the usage, the window and
+  // the active commitments are read once for all of them.
+  const inputs: PlanInputs = {};
   for (const s of settings) {
     const o = { ...input.overrides, ...s };
     const config: TemplateConfiguration = {
@@ -146,7 +149,7 @@ export async function previewPlans(db: DbOrTx, orgId: string, input: PreviewInpu
       max_upfront_cost: o.max_upfront_cost ?? t.configuration.max_upfront_cost,
     };
     const coverageTarget = o.coverage_target ?? null;
-    const plan = await generatePlan(db, orgId, segment, config, now, coverageTarget === null ? {} : { coverageTarget: coverageTarget / 100 });
+    const plan = await generatePlan(db, orgId, segment, config, now, coverageTarget === null ? {} : { coverageTarget: coverageTarget / 100 }, inputs);
     window ??= plan;
     out.push(settingView({ coverageTarget, config }, plan));
   }
