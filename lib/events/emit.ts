@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
-import { events } from "../db/schema/events.ts";
+import { rowsOf } from "../billing/sql.ts";
 import { queueEventEmails } from "../notifications/email.ts";
 import { EVENT_CATALOG, type EventType } from "./catalog.ts";
 
@@ -38,24 +38,31 @@ export interface EmittedEvent {
 /** The event written, or null when its dedupe key was already used. */
 export async function emitEvent(tx: DbOrTx, e: EventInput): Promise<EmittedEvent | null> {
   const dataVersion = EVENT_CATALOG[e.type].version;
-  const inserted = await tx
-    .insert(events)
-    .values({
-      orgId: e.orgId,
-      type: e.type,
-      dataVersion,
-      occurredAt: e.occurredAt,
-      data: e.data,
-      resourcePath: e.resourcePath ?? null,
-      consolePath: e.consolePath ?? null,
-      dedupeKey: e.dedupeKey ?? null,
-    })
-    .onConflictDoNothing({ target: [events.orgId, events.dedupeKey], where: sql`dedupe_key IS NOT NULL` })
-    .returning({ id: events.id, seq: events.seq });
-  if (!inserted.length) return null;
+  const occurredAt = e.occurredAt.toISOString();
+  // One statement (one round trip inside the caller's transaction): the event, then its
+  // delivery rows for every subscribed, enabled endpoint: the org's own and the process-wide ones.
+  const written = rowsOf<{ id: string; seq: number | string }>(
+    await tx.execute(sql`
+      WITH event AS (
+        INSERT INTO events (org_id, type, data_version, occurred_at, data, resource_path, console_path, dedupe_key)
+        VALUES (${e.orgId}::uuid, ${e.type}, ${dataVersion}, ${occurredAt}::timestamptz, ${JSON.stringify(e.data)}::jsonb,
+                ${e.resourcePath ?? null}, ${e.consolePath ?? null}, ${e.dedupeKey ?? null})
+        ON CONFLICT (org_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+        RETURNING id, seq
+      ), deliveries AS (
+        INSERT INTO webhook_deliveries (org_id, endpoint_id, event_id, event_seq, event_occurred_at)
+        SELECT ${e.orgId}::uuid, w.id, event.id, event.seq, ${occurredAt}::timestamptz
+        FROM event, webhook_endpoints w
+        WHERE (w.org_id = ${e.orgId}::uuid OR w.org_id IS NULL) AND w.enabled
+          AND (${e.type} = ANY(w.event_types) OR '*' = ANY(w.event_types))
+        ON CONFLICT (endpoint_id, event_id) DO NOTHING
+      )
+      SELECT id, seq FROM event`),
+  );
+  if (!written.length) return null;
   const event: EmittedEvent = {
-    id: inserted[0]!.id,
-    seq: inserted[0]!.seq!,
+    id: written[0]!.id,
+    seq: Number(written[0]!.seq),
     orgId: e.orgId,
     type: e.type,
     dataVersion,
@@ -64,13 +71,6 @@ export async function emitEvent(tx: DbOrTx, e: EventInput): Promise<EmittedEvent
     resourcePath: e.resourcePath ?? null,
     consolePath: e.consolePath ?? null,
   };
-  await tx.execute(sql`
-    INSERT INTO webhook_deliveries (org_id, endpoint_id, event_id, event_seq, event_occurred_at)
-    SELECT ${e.orgId}::uuid, id, ${event.id}::uuid, ${event.seq}, ${e.occurredAt.toISOString()}::timestamptz
-    FROM webhook_endpoints
-    WHERE (org_id = ${e.orgId}::uuid OR org_id IS NULL) AND enabled
-      AND (${e.type} = ANY(event_types) OR '*' = ANY(event_types))
-    ON CONFLICT (endpoint_id, event_id) DO NOTHING`);
   await queueEventEmails(tx, event);
   return event;
 }
