@@ -1,7 +1,8 @@
-// Support tickets: cost of the exact daily cap and the transactional outbox. Files N tickets
-// through fileSupportTicket (counter upsert + ticket + outbox row, one transaction) vs a baseline
-// of the bare ticket insert, sequentially and with CONCURRENCY callers; then delivers the outbox
-// to a local receiver vs a baseline of plain POSTs of the same payloads.
+// Support tickets: cost of the exact daily cap and the ticket's event. Files N tickets through
+// fileSupportTicket (counter upsert + ticket + support.ticket_created event and its delivery row,
+// one transaction) vs a baseline of the bare ticket insert, sequentially and with CONCURRENCY
+// callers; then delivers the events to a local receiver (SUPPORT_WEBHOOK_URL's compatibility
+// endpoint) vs a baseline of plain POSTs of the same payloads.
 // Env: SUPPORT_BENCH_N (500), SUPPORT_BENCH_CONCURRENCY (16), BENCH_DATABASE_URL (a PostgreSQL
 // database to use; default an in-memory PGlite). Usage: npx bun bench/support.ts
 import { loadConfig } from "../lib/config.ts";
@@ -11,7 +12,8 @@ import { createServices } from "../lib/services.ts";
 import { createOrganization } from "../lib/orgs/service.ts";
 import { supportTickets } from "../lib/db/schema/support.ts";
 import { fileSupportTicket } from "../lib/support/tickets.ts";
-import { deliverSupportOutbox } from "../lib/support/outbox.ts";
+import { deliverWebhooks } from "../lib/webhooks/deliver.ts";
+import { syncLegacyEndpoints } from "../lib/webhooks/legacy.ts";
 import type { Principal } from "../lib/auth/principal.ts";
 
 const N = Number(process.env.SUPPORT_BENCH_N ?? 500);
@@ -24,6 +26,8 @@ const webhook = `http://127.0.0.1:${receiver.port}/hook`;
 const handle = await openDb({ url: process.env.BENCH_DATABASE_URL, migrate: true });
 const config = loadConfig(process.env, { supportDailyCap: 1_000_000_000, supportFilingEnabled: true, supportWebhookUrl: webhook, jobsEnabled: false, seedDemo: false });
 const s = createServices(handle, config, createLogger("silent"));
+// SUPPORT_WEBHOOK_URL becomes its compatibility endpoint (as at server start): each filed ticket's event is queued for it.
+await syncLegacyEndpoints(s);
 
 const input = {
   summary: "Export fails 😀",
@@ -62,7 +66,7 @@ for (const conc of [1, CONCURRENCY]) {
   const p2 = await principalFor(`bench-filing-${conc}`);
   const filing = await timed(N, conc, () => fileSupportTicket(s, p2, { kind: "bug", input }));
   rows.push(`| ${handle.driver} | baseline: bare ticket insert, concurrency ${conc} | ${baseline.toFixed(0)} |`);
-  rows.push(`| ${handle.driver} | fileSupportTicket (cap upsert + ticket + outbox, 1 tx), concurrency ${conc} | ${filing.toFixed(0)} |`);
+  rows.push(`| ${handle.driver} | fileSupportTicket (cap upsert + ticket + event + delivery row, 1 tx), concurrency ${conc} | ${filing.toFixed(0)} |`);
   rows.push(`| ${handle.driver} | overhead ratio (baseline / filing) | ${(baseline / filing).toFixed(2)}× |`);
 }
 
@@ -73,13 +77,10 @@ await timed(pending, CONCURRENCY, () => fetch(webhook, { method: "POST", headers
 const baselinePosts = (pending / (performance.now() - t0)) * 1000;
 received = 0;
 const t1 = performance.now();
-for (;;) {
-  const r = await deliverSupportOutbox(s, { batchSize: 50, maxBatches: 1000 });
-  if (r.delivered === 0) break;
-}
+while ((await deliverWebhooks(s, { maxPerClaim: 1000, claimBudgetMs: 60_000 })).endpoints > 0);
 const delivery = (received / (performance.now() - t1)) * 1000;
 rows.push(`| ${handle.driver} | baseline: plain webhook POSTs, concurrency ${CONCURRENCY} | ${baselinePosts.toFixed(0)} |`);
-rows.push(`| ${handle.driver} | deliverSupportOutbox (claim + POST + mark), batches of 50 | ${delivery.toFixed(0)} (${received} delivered) |`);
+rows.push(`| ${handle.driver} | support.ticket_created events through the SUPPORT_WEBHOOK_URL compatibility endpoint (claim + POST + record) | ${delivery.toFixed(0)} (${received} delivered) |`);
 
 console.log(`N=${N} per case\n\n| db | case | per second |\n|---|---|---|\n${rows.join("\n")}`);
 receiver.stop(true);

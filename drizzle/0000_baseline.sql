@@ -521,17 +521,6 @@ CREATE TABLE "support_daily_counts" (
 	CONSTRAINT "support_daily_counts_org_id_day_pk" PRIMARY KEY("org_id","day")
 );
 --> statement-breakpoint
-CREATE TABLE "support_outbox" (
-	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
-	"ticket_id" uuid NOT NULL,
-	"attempts" integer DEFAULT 0 NOT NULL,
-	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"lease_until" timestamp with time zone,
-	"delivered_at" timestamp with time zone,
-	"last_error" text,
-	"created_at" timestamp with time zone DEFAULT now() NOT NULL
-);
---> statement-breakpoint
 CREATE TABLE "support_tickets" (
 	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
 	"number" bigint DEFAULT nextval('support_ticket_number_seq') NOT NULL,
@@ -633,11 +622,6 @@ CREATE TABLE "purchase_events" (
 	"detail" jsonb,
 	"at" timestamp with time zone DEFAULT now() NOT NULL,
 	"notify" boolean DEFAULT false NOT NULL,
-	"delivered_at" timestamp with time zone,
-	"delivery_attempts" integer DEFAULT 0 NOT NULL,
-	"next_delivery_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"delivery_lease_until" timestamp with time zone,
-	"last_delivery_error" text,
 	"seq" integer GENERATED ALWAYS AS IDENTITY (sequence name "purchase_events_seq_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1)
 );
 --> statement-breakpoint
@@ -788,6 +772,7 @@ CREATE TABLE "webhook_deliveries" (
 	"last_response_excerpt" text,
 	"last_error" text,
 	"delivered_at" timestamp with time zone,
+	"redeliver_requested_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
@@ -814,6 +799,79 @@ CREATE TABLE "webhook_endpoints" (
 	"lease_until" timestamp with time zone,
 	"created_by" uuid,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "event_scans" (
+	"job" text NOT NULL,
+	"org_id" uuid NOT NULL,
+	"done_for" text,
+	"claimed_by" text,
+	"claimed_until" timestamp with time zone,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "event_scans_job_org_id_pk" PRIMARY KEY("job","org_id")
+);
+--> statement-breakpoint
+CREATE TABLE "budget_months" (
+	"budget_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"month" date NOT NULL,
+	"amount" numeric(17, 2) NOT NULL,
+	"currency" text NOT NULL,
+	"actual" numeric(20, 2) NOT NULL,
+	"forecast" numeric(20, 2),
+	"last_complete_date" date,
+	"computed_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "budget_months_budget_id_month_pk" PRIMARY KEY("budget_id","month")
+);
+--> statement-breakpoint
+CREATE TABLE "budget_threshold_crossings" (
+	"budget_id" uuid NOT NULL,
+	"org_id" uuid NOT NULL,
+	"month" date NOT NULL,
+	"basis" text NOT NULL,
+	"percent" integer NOT NULL,
+	"value" numeric(20, 2) NOT NULL,
+	"crossed_at" timestamp with time zone NOT NULL,
+	"event_id" uuid,
+	CONSTRAINT "budget_threshold_crossings_budget_id_month_basis_percent_pk" PRIMARY KEY("budget_id","month","basis","percent")
+);
+--> statement-breakpoint
+CREATE TABLE "budgets" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"name" text NOT NULL,
+	"amount" numeric(17, 2) NOT NULL,
+	"currency" text NOT NULL,
+	"filter" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"thresholds" jsonb NOT NULL,
+	"version" integer DEFAULT 1 NOT NULL,
+	"next_evaluation_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"last_evaluated_at" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "email_notifications" (
+	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL,
+	"org_id" uuid NOT NULL,
+	"user_id" uuid NOT NULL,
+	"event_id" uuid NOT NULL,
+	"to_address" text NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"attempts" integer DEFAULT 0 NOT NULL,
+	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"lease_token" uuid,
+	"lease_until" timestamp with time zone,
+	"last_error" text,
+	"sent_at" timestamp with time zone,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "notification_preferences" (
+	"org_id" uuid NOT NULL,
+	"user_id" uuid NOT NULL,
+	"email_event_types" text[] NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
@@ -859,7 +917,6 @@ ALTER TABLE "purchases" ADD CONSTRAINT "purchases_template_id_commitment_plan_te
 ALTER TABLE "purchases" ADD CONSTRAINT "purchases_plan_id_commitment_plans_id_fk" FOREIGN KEY ("plan_id") REFERENCES "public"."commitment_plans"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "segments" ADD CONSTRAINT "segments_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "support_daily_counts" ADD CONSTRAINT "support_daily_counts_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "support_outbox" ADD CONSTRAINT "support_outbox_ticket_id_support_tickets_id_fk" FOREIGN KEY ("ticket_id") REFERENCES "public"."support_tickets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "support_tickets" ADD CONSTRAINT "support_tickets_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "org_report_settings" ADD CONSTRAINT "org_report_settings_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -883,6 +940,18 @@ ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_org_id_organ
 ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_endpoint_id_webhook_endpoints_id_fk" FOREIGN KEY ("endpoint_id") REFERENCES "public"."webhook_endpoints"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_event_id_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "webhook_endpoints_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "event_scans" ADD CONSTRAINT "event_scans_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budget_months" ADD CONSTRAINT "budget_months_budget_id_budgets_id_fk" FOREIGN KEY ("budget_id") REFERENCES "public"."budgets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budget_months" ADD CONSTRAINT "budget_months_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budget_threshold_crossings" ADD CONSTRAINT "budget_threshold_crossings_budget_id_budgets_id_fk" FOREIGN KEY ("budget_id") REFERENCES "public"."budgets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budget_threshold_crossings" ADD CONSTRAINT "budget_threshold_crossings_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budget_threshold_crossings" ADD CONSTRAINT "budget_threshold_crossings_event_id_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."events"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "budgets" ADD CONSTRAINT "budgets_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "email_notifications" ADD CONSTRAINT "email_notifications_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "email_notifications" ADD CONSTRAINT "email_notifications_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "email_notifications" ADD CONSTRAINT "email_notifications_event_id_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "notification_preferences" ADD CONSTRAINT "notification_preferences_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "notification_preferences" ADD CONSTRAINT "notification_preferences_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_org_idx" ON "api_keys" USING btree ("org_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org_id","user_id");--> statement-breakpoint
@@ -933,8 +1002,6 @@ CREATE INDEX "purchases_org_status_idx" ON "purchases" USING btree ("org_id","st
 CREATE INDEX "purchases_pending_approval_idx" ON "purchases" USING btree ("approval_expires_at") WHERE status = 'pending_approval';--> statement-breakpoint
 CREATE UNIQUE INDEX "segments_org_provider_default_uq" ON "segments" USING btree ("org_id","provider") WHERE kind = 'provider_resources';--> statement-breakpoint
 CREATE INDEX "segments_org_idx" ON "segments" USING btree ("org_id","provider");--> statement-breakpoint
-CREATE UNIQUE INDEX "support_outbox_ticket_uq" ON "support_outbox" USING btree ("ticket_id");--> statement-breakpoint
-CREATE INDEX "support_outbox_due_idx" ON "support_outbox" USING btree ("next_attempt_at") WHERE delivered_at IS NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "support_tickets_number_uq" ON "support_tickets" USING btree ("number");--> statement-breakpoint
 CREATE INDEX "support_tickets_org_created_idx" ON "support_tickets" USING btree ("org_id","created_at");--> statement-breakpoint
 CREATE INDEX "report_snapshots_lookup_idx" ON "report_snapshots" USING btree ("org_id","report_type","month","provider","seq");--> statement-breakpoint
@@ -943,7 +1010,6 @@ CREATE UNIQUE INDEX "billing_connection_runs_one_queued_uq" ON "billing_connecti
 CREATE UNIQUE INDEX "billing_connections_org_name_uq" ON "billing_connections" USING btree ("org_id",lower("name"));--> statement-breakpoint
 CREATE INDEX "billing_connections_due_idx" ON "billing_connections" USING btree ("next_sync_at");--> statement-breakpoint
 CREATE INDEX "purchase_events_purchase_idx" ON "purchase_events" USING btree ("purchase_id","seq");--> statement-breakpoint
-CREATE INDEX "purchase_events_undelivered_idx" ON "purchase_events" USING btree ("next_delivery_at") WHERE notify AND delivered_at IS NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "purchase_items_token_uq" ON "purchase_items" USING btree ("token");--> statement-breakpoint
 CREATE UNIQUE INDEX "purchase_items_purchase_position_uq" ON "purchase_items" USING btree ("purchase_id","position");--> statement-breakpoint
 CREATE UNIQUE INDEX "purchase_items_provider_purchase_uq" ON "purchase_items" USING btree ("connection_id","provider_purchase_id") WHERE provider_purchase_id IS NOT NULL;--> statement-breakpoint
@@ -963,4 +1029,12 @@ CREATE UNIQUE INDEX "webhook_deliveries_endpoint_event_uq" ON "webhook_deliverie
 CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" USING btree ("endpoint_id","event_occurred_at","event_seq") WHERE status = 'pending';--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_endpoint_time_idx" ON "webhook_deliveries" USING btree ("endpoint_id","created_at");--> statement-breakpoint
 CREATE INDEX "webhook_endpoints_org_idx" ON "webhook_endpoints" USING btree ("org_id","created_at");--> statement-breakpoint
-CREATE UNIQUE INDEX "webhook_endpoints_legacy_uq" ON "webhook_endpoints" USING btree ("legacy_key") WHERE legacy_key IS NOT NULL;
+CREATE UNIQUE INDEX "webhook_endpoints_legacy_uq" ON "webhook_endpoints" USING btree ("legacy_key") WHERE legacy_key IS NOT NULL;--> statement-breakpoint
+CREATE INDEX "budget_months_org_idx" ON "budget_months" USING btree ("org_id","month");--> statement-breakpoint
+CREATE UNIQUE INDEX "budgets_org_name_uq" ON "budgets" USING btree ("org_id",lower("name"));--> statement-breakpoint
+CREATE INDEX "budgets_org_created_idx" ON "budgets" USING btree ("org_id","created_at","id");--> statement-breakpoint
+CREATE INDEX "budgets_due_idx" ON "budgets" USING btree ("next_evaluation_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "email_notifications_event_user_uq" ON "email_notifications" USING btree ("event_id","user_id");--> statement-breakpoint
+CREATE INDEX "email_notifications_due_idx" ON "email_notifications" USING btree ("next_attempt_at") WHERE status = 'pending';--> statement-breakpoint
+CREATE INDEX "email_notifications_org_idx" ON "email_notifications" USING btree ("org_id","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "notification_preferences_org_user_uq" ON "notification_preferences" USING btree ("org_id","user_id");

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { Services } from "../lib/services.ts";
 import { refreshCatalog } from "../lib/catalog/refresh/index.ts";
 import { priceSourcesOf, refreshScopeOf } from "../lib/catalog/refresh/scope.ts";
+import { emitCatalogRefreshFailed } from "../lib/events/catalogRefresh.ts";
 import type { Job } from "./index.ts";
 
 /**
@@ -20,6 +21,8 @@ export const catalogRefreshJob: Job = {
     // Unique per run: the lease must tell two runs apart even within one process.
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const day = s.now().toISOString().slice(0, 10);
-    await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day });
+    const report = await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day });
+    // Feeds that failed keep their old prices: the orgs pricing from them are told (once a day).
+    await emitCatalogRefreshFailed(s.db, report, day, s.now());
   },
 };

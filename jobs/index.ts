@@ -1,14 +1,17 @@
 import { Elysia } from "elysia";
 import type { Services } from "../lib/services.ts";
 import { errorForLog } from "../lib/log.ts";
-import { supportOutboxJob } from "./support-outbox.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
 import { idempotencyCleanupJob } from "./idempotency-cleanup.ts";
 import { billingSyncJob } from "./billing-sync.ts";
-import { purchaseWebhookJob, purchasingInventoryJob } from "./purchasing.ts";
+import { purchasingInventoryJob } from "./purchasing.ts";
+import { webhookDeliveryJob } from "./webhook-delivery.ts";
 import { catalogRefreshJob } from "./catalog-refresh.ts";
+import { anomalyScanJob, billingStaleJob, commitmentExpiryJob } from "./event-scans.ts";
+import { budgetsJob } from "./budgets.ts";
+import { emailDeliveryJob } from "./email-delivery.ts";
 
 /** A scheduled job. `run` must claim its work in the database so replicas never double-run. */
 export interface Job {
@@ -21,7 +24,7 @@ export interface Job {
 }
 
 /** Registered jobs; features append theirs. */
-export const jobs: Job[] = [supportOutboxJob, autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, idempotencyCleanupJob, billingSyncJob, purchasingInventoryJob, purchaseWebhookJob, catalogRefreshJob];
+export const jobs: Job[] = [autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, idempotencyCleanupJob, billingSyncJob, purchasingInventoryJob, catalogRefreshJob, webhookDeliveryJob, budgetsJob, commitmentExpiryJob, billingStaleJob, anomalyScanJob, emailDeliveryJob];
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job

@@ -16,7 +16,12 @@ export interface Config {
   reusePort: boolean;
   supportDailyCap: number;
   supportFilingEnabled: boolean;
+  /** Deprecated (SUPPORT_WEBHOOK_URL): a process-wide webhook endpoint receiving every org's support.ticket_created in the old body (lib/webhooks/legacy.ts). */
   supportWebhookUrl?: string;
+  /** Mail server for notification emails (SMTP_URL: smtp://user:pass@host:587, smtps://… for implicit TLS); unset: no email is sent (lib/notifications/mailer.ts). */
+  smtpUrl?: string;
+  /** Sender of notification emails (SMTP_FROM, default `commitops <commitops@{PUBLIC_URL's host}>`). */
+  smtpFrom: string;
   /** Seed the demo organization on start. */
   seedDemo: boolean;
   /** Browser origins allowed to call /mcp besides the public URL's own (MCP_ALLOWED_ORIGINS, comma-separated). */
@@ -57,9 +62,11 @@ export interface Config {
   connectionsAllowPrivateEndpoints: boolean;
   /** Minutes between two billing syncs of a connection (BILLING_SYNC_INTERVAL_MINUTES, default 240). */
   billingSyncIntervalMinutes: number;
+  /** An enabled billing connection that brought no new data for this many days emits billing_sync.stale, once per episode (BILLING_STALE_DAYS, default 3). */
+  billingStaleDays: number;
   /** Days a purchase waits for approval before it lapses and its plan is regenerated (PURCHASE_APPROVAL_TTL_DAYS, default 7). */
   purchaseApprovalTtlDays: number;
-  /** Receives purchase events (pending approval, confirmed, failed, rejected, expired) through the outbox (PURCHASE_WEBHOOK_URL). */
+  /** Deprecated (PURCHASE_WEBHOOK_URL): a process-wide webhook endpoint receiving every org's purchase.* events in the old body (lib/webhooks/legacy.ts). */
   purchaseWebhookUrl?: string;
   /** Hours between inventory listings of a purchasing connection (PURCHASING_INVENTORY_INTERVAL_HOURS, default 6). */
   purchasingInventoryIntervalHours: number;
@@ -87,6 +94,14 @@ function regionList(v: string | undefined): string[] | "all" | undefined {
   if (v === undefined || v.trim() === "") return undefined;
   if (v.trim().toLowerCase() === "all") return "all";
   return v.split(",").map((r) => r.trim()).filter(Boolean);
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname || "localhost";
+  } catch {
+    return "localhost";
+  }
 }
 
 function bool(v: string | undefined, dflt: boolean): boolean {
@@ -121,6 +136,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     supportDailyCap: Number(env.SUPPORT_DAILY_CAP ?? 10),
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),
     supportWebhookUrl: env.SUPPORT_WEBHOOK_URL || undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    smtpFrom: env.SMTP_FROM || `commitops <commitops@${hostOf(env.PUBLIC_URL ?? `http://localhost:${port}`)}>`,
     seedDemo: bool(env.SEED_DEMO, true),
     mcpAllowedOrigins: (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean),
     apiRateLimitPerMinute: Number(env.API_RATE_LIMIT_PER_MINUTE ?? 1200),
@@ -142,6 +159,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     previousSecretKeys: (env.COMMITOPS_SECRET_KEY_PREVIOUS ?? "").split(",").map((k) => k.trim()).filter(Boolean),
     connectionsAllowPrivateEndpoints: bool(env.CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS, false),
     billingSyncIntervalMinutes: positiveInt(env.BILLING_SYNC_INTERVAL_MINUTES, 240),
+    billingStaleDays: positiveInt(env.BILLING_STALE_DAYS, 3),
     purchaseApprovalTtlDays: positiveInt(env.PURCHASE_APPROVAL_TTL_DAYS, 7),
     purchaseWebhookUrl: env.PURCHASE_WEBHOOK_URL || undefined,
     purchasingInventoryIntervalHours: positiveInt(env.PURCHASING_INVENTORY_INTERVAL_HOURS, 6),

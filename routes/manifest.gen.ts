@@ -7,28 +7,32 @@ import r3 from "./beta/v1/org/[org_id]/allocation-reports/index.ts";
 import r4 from "./beta/v1/org/[org_id]/api-keys/index.ts";
 import r5 from "./beta/v1/org/[org_id]/billing-connections/index.ts";
 import r6 from "./beta/v1/org/[org_id]/billing-data-freshness/index.ts";
-import r7 from "./beta/v1/org/[org_id]/catalog-skus/index.ts";
-import r8 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
-import r9 from "./beta/v1/org/[org_id]/commitment-plans/index.ts";
-import r10 from "./beta/v1/org/[org_id]/commitment-summary/index.ts";
-import r11 from "./beta/v1/org/[org_id]/commitments/index.ts";
-import r12 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
-import r13 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
-import r14 from "./beta/v1/org/[org_id]/costs/index.ts";
-import r15 from "./beta/v1/org/[org_id]/index.ts";
-import r16 from "./beta/v1/org/[org_id]/members/index.ts";
-import r17 from "./beta/v1/org/[org_id]/purchase-runs/index.ts";
-import r18 from "./beta/v1/org/[org_id]/purchases/index.ts";
-import r19 from "./beta/v1/org/[org_id]/purchasing-connections/index.ts";
-import r20 from "./beta/v1/org/[org_id]/segments/index.ts";
-import r21 from "./beta/v1/org/[org_id]/support/index.ts";
-import r22 from "./mcp/index.ts";
-import r23 from "./oauth/authorize/index.ts";
-import r24 from "./oauth/logout/index.ts";
-import r25 from "./oauth/register/index.ts";
-import r26 from "./oauth/revoke/index.ts";
-import r27 from "./oauth/token/index.ts";
-import r28 from "./oauth/upstream/callback/index.ts";
+import r7 from "./beta/v1/org/[org_id]/budgets/index.ts";
+import r8 from "./beta/v1/org/[org_id]/catalog-skus/index.ts";
+import r9 from "./beta/v1/org/[org_id]/commitment-plan-templates/index.ts";
+import r10 from "./beta/v1/org/[org_id]/commitment-plans/index.ts";
+import r11 from "./beta/v1/org/[org_id]/commitment-summary/index.ts";
+import r12 from "./beta/v1/org/[org_id]/commitments/index.ts";
+import r13 from "./beta/v1/org/[org_id]/cost-estimates/[estimate_id]/line-items/index.ts";
+import r14 from "./beta/v1/org/[org_id]/cost-estimates/index.ts";
+import r15 from "./beta/v1/org/[org_id]/costs/index.ts";
+import r16 from "./beta/v1/org/[org_id]/events/index.ts";
+import r17 from "./beta/v1/org/[org_id]/index.ts";
+import r18 from "./beta/v1/org/[org_id]/members/index.ts";
+import r19 from "./beta/v1/org/[org_id]/notification-preferences/index.ts";
+import r20 from "./beta/v1/org/[org_id]/purchase-runs/index.ts";
+import r21 from "./beta/v1/org/[org_id]/purchases/index.ts";
+import r22 from "./beta/v1/org/[org_id]/purchasing-connections/index.ts";
+import r23 from "./beta/v1/org/[org_id]/segments/index.ts";
+import r24 from "./beta/v1/org/[org_id]/support/index.ts";
+import r25 from "./beta/v1/org/[org_id]/webhook-endpoints/index.ts";
+import r26 from "./mcp/index.ts";
+import r27 from "./oauth/authorize/index.ts";
+import r28 from "./oauth/logout/index.ts";
+import r29 from "./oauth/register/index.ts";
+import r30 from "./oauth/revoke/index.ts";
+import r31 from "./oauth/token/index.ts";
+import r32 from "./oauth/upstream/callback/index.ts";
 
 export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/.well-known/oauth-authorization-server", module: r0 },
@@ -38,26 +42,30 @@ export const routes: { prefix: string; module: RouteModule }[] = [
   { prefix: "/beta/v1/org/:org_id/api-keys", module: r4 },
   { prefix: "/beta/v1/org/:org_id/billing-connections", module: r5 },
   { prefix: "/beta/v1/org/:org_id/billing-data-freshness", module: r6 },
-  { prefix: "/beta/v1/org/:org_id/catalog-skus", module: r7 },
-  { prefix: "/beta/v1/org/:org_id/commitment-plan-templates", module: r8 },
-  { prefix: "/beta/v1/org/:org_id/commitment-plans", module: r9 },
-  { prefix: "/beta/v1/org/:org_id/commitment-summary", module: r10 },
-  { prefix: "/beta/v1/org/:org_id/commitments", module: r11 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r12 },
-  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r13 },
-  { prefix: "/beta/v1/org/:org_id/costs", module: r14 },
-  { prefix: "/beta/v1/org/:org_id", module: r15 },
-  { prefix: "/beta/v1/org/:org_id/members", module: r16 },
-  { prefix: "/beta/v1/org/:org_id/purchase-runs", module: r17 },
-  { prefix: "/beta/v1/org/:org_id/purchases", module: r18 },
-  { prefix: "/beta/v1/org/:org_id/purchasing-connections", module: r19 },
-  { prefix: "/beta/v1/org/:org_id/segments", module: r20 },
-  { prefix: "/beta/v1/org/:org_id/support", module: r21 },
-  { prefix: "/mcp", module: r22 },
-  { prefix: "/oauth/authorize", module: r23 },
-  { prefix: "/oauth/logout", module: r24 },
-  { prefix: "/oauth/register", module: r25 },
-  { prefix: "/oauth/revoke", module: r26 },
-  { prefix: "/oauth/token", module: r27 },
-  { prefix: "/oauth/upstream/callback", module: r28 },
+  { prefix: "/beta/v1/org/:org_id/budgets", module: r7 },
+  { prefix: "/beta/v1/org/:org_id/catalog-skus", module: r8 },
+  { prefix: "/beta/v1/org/:org_id/commitment-plan-templates", module: r9 },
+  { prefix: "/beta/v1/org/:org_id/commitment-plans", module: r10 },
+  { prefix: "/beta/v1/org/:org_id/commitment-summary", module: r11 },
+  { prefix: "/beta/v1/org/:org_id/commitments", module: r12 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates/:estimate_id/line-items", module: r13 },
+  { prefix: "/beta/v1/org/:org_id/cost-estimates", module: r14 },
+  { prefix: "/beta/v1/org/:org_id/costs", module: r15 },
+  { prefix: "/beta/v1/org/:org_id/events", module: r16 },
+  { prefix: "/beta/v1/org/:org_id", module: r17 },
+  { prefix: "/beta/v1/org/:org_id/members", module: r18 },
+  { prefix: "/beta/v1/org/:org_id/notification-preferences", module: r19 },
+  { prefix: "/beta/v1/org/:org_id/purchase-runs", module: r20 },
+  { prefix: "/beta/v1/org/:org_id/purchases", module: r21 },
+  { prefix: "/beta/v1/org/:org_id/purchasing-connections", module: r22 },
+  { prefix: "/beta/v1/org/:org_id/segments", module: r23 },
+  { prefix: "/beta/v1/org/:org_id/support", module: r24 },
+  { prefix: "/beta/v1/org/:org_id/webhook-endpoints", module: r25 },
+  { prefix: "/mcp", module: r26 },
+  { prefix: "/oauth/authorize", module: r27 },
+  { prefix: "/oauth/logout", module: r28 },
+  { prefix: "/oauth/register", module: r29 },
+  { prefix: "/oauth/revoke", module: r30 },
+  { prefix: "/oauth/token", module: r31 },
+  { prefix: "/oauth/upstream/callback", module: r32 },
 ];

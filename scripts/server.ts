@@ -43,6 +43,8 @@ export async function serve() {
   // The demo organization (one short transaction) exists, and its key is printed, by the time
   // /readyz answers; its data loads in the background after that.
   const demo = config.seedDemo ? await seedDemoOrganization(s) : undefined;
+  // PURCHASE_WEBHOOK_URL / SUPPORT_WEBHOOK_URL (deprecated) as endpoints before the API answers, so no event misses them.
+  await (await import("../lib/webhooks/legacy.ts")).syncLegacyEndpoints(s);
 
   let server: ReturnType<typeof listen>;
   try {

@@ -23,6 +23,9 @@ import { joinTables } from "./tables.ts";
 import { billingConnectionRuns, billingConnections } from "../db/schema/index.ts";
 import { and, eq, sql } from "drizzle-orm";
 import { ConflictError } from "../errors.ts";
+import { evaluateBudgetsAfterImport } from "../budgets/evaluate.ts";
+import { emitSyncFinished } from "../events/billingSync.ts";
+import { notifyAnomaliesAfterImport } from "../events/anomalies.ts";
 
 /** This process, as named in the claims it takes. */
 export const WORKER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -137,9 +140,10 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
   }, Math.max(1000, (leaseSeconds * 1000) / 3));
   let reader: ExportReader | null = null;
   let failure: { cause: string; message: string } | null = null;
+  const monthsImported: string[] = [];
   try {
     reader = await readerFor(settingsOf(secretBoxOf(s.config), c), { allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
-    await syncPeriods(s, c, reader, totals);
+    await syncPeriods(s, c, reader, totals, monthsImported);
   } catch (e) {
     failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
     if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorForLog(e) });
@@ -147,36 +151,48 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
     clearInterval(renew);
     await Promise.resolve(reader?.close?.()).catch(() => {});
   }
+  // Periods imported (even by a sync that failed later): the budgets see the new data before the run
+  // is told finished. Never fails the sync.
+  if (totals.periodsImported > 0) await evaluateBudgetsAfterImport(s, c.orgId);
   const now = s.now();
   const failures = failure ? c.consecutiveFailures + 1 : 0;
   const retryMinutes = Math.min(s.config.billingSyncIntervalMinutes, FIRST_RETRY_MINUTES * 2 ** Math.max(0, failures - 1));
-  const [finished] = await s.db
-    .update(billingConnectionRuns)
-    .set({ ...totals, status: failure ? "failed" : "succeeded", errorCause: failure?.cause ?? null, error: failure?.message ?? null, finishedAt: now })
-    .where(eq(billingConnectionRuns.id, run.id))
-    .returning();
-  await s.db
-    .update(billingConnections)
-    .set({
-      claimedBy: null,
-      claimedUntil: null,
-      consecutiveFailures: failures,
-      ...(failure
-        ? {
-            lastError: failure.message,
-            lastErrorCause: failure.cause,
-            nextSyncAt: new Date(now.getTime() + retryMinutes * 60_000),
-            ...(failures >= FAILURES_BEFORE_ERROR ? { status: "error" as const } : {}),
-          }
-        : { status: "ok" as const, lastError: null, lastErrorCause: null, lastSyncedAt: now, nextSyncAt: new Date(now.getTime() + s.config.billingSyncIntervalMinutes * 60_000) }),
-    })
-    .where(and(eq(billingConnections.id, c.id), eq(billingConnections.claimedBy, workerId)));
+  const nextSyncAt = new Date(now.getTime() + (failure ? retryMinutes : s.config.billingSyncIntervalMinutes) * 60_000);
+  // The run's end, the connection's state and the event telling of them commit together.
+  const finished = await s.db.transaction(async (tx) => {
+    const [finished] = await tx
+      .update(billingConnectionRuns)
+      .set({ ...totals, status: failure ? "failed" : "succeeded", errorCause: failure?.cause ?? null, error: failure?.message ?? null, finishedAt: now })
+      .where(eq(billingConnectionRuns.id, run.id))
+      .returning();
+    await tx
+      .update(billingConnections)
+      .set({
+        claimedBy: null,
+        claimedUntil: null,
+        consecutiveFailures: failures,
+        ...(failure
+          ? {
+              lastError: failure.message,
+              lastErrorCause: failure.cause,
+              nextSyncAt,
+              ...(failures >= FAILURES_BEFORE_ERROR ? { status: "error" as const } : {}),
+            }
+          : { status: "ok" as const, lastError: null, lastErrorCause: null, lastSyncedAt: now, nextSyncAt }),
+      })
+      .where(and(eq(billingConnections.id, c.id), eq(billingConnections.claimedBy, workerId)));
+    const status = failure ? (failures >= FAILURES_BEFORE_ERROR ? "error" : c.status) : "ok";
+    await emitSyncFinished(tx, { connection: c, run: finished!, failures, failure, periodsImported: totals.periodsImported, monthsImported, status, nextSyncAt, failuresBeforeError: FAILURES_BEFORE_ERROR });
+    return finished!;
+  });
+  // New data: unusual spend among its days is told now rather than at the daily scan. Never fails the sync.
+  if (totals.periodsImported > 0) await notifyAnomaliesAfterImport(s, c.orgId);
   if (failure) s.log.warn("billing sync failed", { connection_id: c.id, org_id: c.orgId, cause: failure.cause, consecutive_failures: failures });
   else s.log.info("billing sync done", { connection_id: c.id, org_id: c.orgId, periods_imported: totals.periodsImported, periods_unchanged: totals.periodsUnchanged, rows: totals.rowsImported });
-  return runView(finished!);
+  return runView(finished);
 }
 
-async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, totals: RunTotals): Promise<void> {
+async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, totals: RunTotals, monthsImported: string[] = []): Promise<void> {
   const periods = await reader.periods();
   totals.periodsSeen = periods.length;
   const known = new Map(
@@ -191,6 +207,7 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
     if (rows === null) totals.periodsUnchanged++;
     else {
       totals.periodsImported++;
+      monthsImported.push(period.month);
       totals.rowsImported += rows;
       totals.bytesRead += period.bytes;
     }

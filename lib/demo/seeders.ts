@@ -1,6 +1,7 @@
 import type { Services } from "../services.ts";
 import { estimatesDemoSeeder } from "../estimates/demo.ts";
 import { billingDemoSeeder } from "../billing/demo.ts";
+import { budgetsDemoSeeder } from "../budgets/demo.ts";
 
 /** Feature demo data, run in order after the demo org exists. Each must be idempotent. */
 export interface DemoSeeder {
@@ -8,4 +9,4 @@ export interface DemoSeeder {
   run(s: Services, orgId: string): Promise<void>;
 }
 
-export const demoSeeders: DemoSeeder[] = [estimatesDemoSeeder, billingDemoSeeder];
+export const demoSeeders: DemoSeeder[] = [estimatesDemoSeeder, billingDemoSeeder, budgetsDemoSeeder];

@@ -7,7 +7,7 @@
 import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
 import { rowsOf } from "../billing/sql.ts";
-import { queueEventEmails } from "../notifications/email.ts";
+import { queueEventEmailsSql } from "../notifications/email.ts";
 import { EVENT_CATALOG, type EventType } from "./catalog.ts";
 
 export interface EventInput {
@@ -39,8 +39,9 @@ export interface EmittedEvent {
 export async function emitEvent(tx: DbOrTx, e: EventInput): Promise<EmittedEvent | null> {
   const dataVersion = EVENT_CATALOG[e.type].version;
   const occurredAt = e.occurredAt.toISOString();
-  // One statement (one round trip inside the caller's transaction): the event, then its
-  // delivery rows for every subscribed, enabled endpoint: the org's own and the process-wide ones.
+  // One statement (one round trip inside the caller's transaction): the event, its delivery
+  // rows for every subscribed, enabled endpoint (the org's own and the process-wide ones), and
+  // its emails (lib/notifications/email.ts).
   const written = rowsOf<{ id: string; seq: number | string }>(
     await tx.execute(sql`
       WITH event AS (
@@ -56,7 +57,7 @@ export async function emitEvent(tx: DbOrTx, e: EventInput): Promise<EmittedEvent
         WHERE (w.org_id = ${e.orgId}::uuid OR w.org_id IS NULL) AND w.enabled
           AND (${e.type} = ANY(w.event_types) OR '*' = ANY(w.event_types))
         ON CONFLICT (endpoint_id, event_id) DO NOTHING
-      )
+      ), emails AS (${queueEventEmailsSql(e.orgId, e.type, e.occurredAt)})
       SELECT id, seq FROM event`),
   );
   if (!written.length) return null;
@@ -71,6 +72,5 @@ export async function emitEvent(tx: DbOrTx, e: EventInput): Promise<EmittedEvent
     resourcePath: e.resourcePath ?? null,
     consolePath: e.consolePath ?? null,
   };
-  await queueEventEmails(tx, event);
   return event;
 }

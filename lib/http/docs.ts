@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import type { Services } from "../services.ts";
 import { escapeHtml } from "../oauth/pages.ts";
 import { htmlPageHeaders } from "./pageHeaders.ts";
+import { EVENT_CATALOG_MARKDOWN } from "../events/docs.ts";
 
 /** The exact version package.json pins for @scalar/api-reference (a test keeps them equal). */
 export const SCALAR_VERSION = "1.72.1";
@@ -20,7 +21,10 @@ const DOCS_PATH = "/docs";
 const DOCUMENT_INFO = {
   title: "commitops Beta API",
   version: "1.0.0",
-  description: "Cloud commitment optimization: allocation reports, commitment plan templates, cost estimates, support and the assistant (MCP) server.",
+  description:
+    "Cloud commitment optimization: allocation reports, commitment plan templates, cost estimates, support and the assistant (MCP) server.\n\n" +
+    "## Events\n\nEach organization's event log (`GET /beta/v1/org/{org_id}/events`; also delivered to its webhook endpoints, Slack and email). The types, each with a versioned `data` document (`components/schemas/<Type>Data`):\n\n" +
+    EVENT_CATALOG_MARKDOWN,
 };
 
 /** Scalar's self-contained browser bundle, from node_modules (the compiled binary injects its embedded copy). */

@@ -6,7 +6,7 @@
  */
 import type { Scope } from "../auth/scopes.ts";
 
-export const MCP_SCOPES = ["assistant:read", "reports:read", "templates:read", "estimates:read", "purchases:read"] as const satisfies readonly Scope[];
+export const MCP_SCOPES = ["assistant:read", "reports:read", "templates:read", "estimates:read", "purchases:read", "budgets:read"] as const satisfies readonly Scope[];
 export type McpScope = (typeof MCP_SCOPES)[number];
 
 export function isMcpScope(s: string): s is McpScope {

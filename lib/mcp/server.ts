@@ -37,6 +37,7 @@ import { costTools } from "./tools/costs.ts";
 import { anomalyTools } from "./tools/anomalies.ts";
 import { pricingTools } from "./tools/pricing.ts";
 import { purchaseTools } from "./tools/purchases.ts";
+import { budgetTools } from "./tools/budgets.ts";
 import { listReportResources, readReportResource, REPORT_RESOURCE_TEMPLATE, reportResourcesAllowed } from "./resources.ts";
 import { getPrompt, PROMPTS } from "./prompts.ts";
 
@@ -57,6 +58,7 @@ export const ALL_TOOLS: ToolDef<any, any>[] = [
   ...anomalyTools,
   ...accountTools,
   ...connectionTools,
+  ...budgetTools,
 ];
 
 /** The tools a principal may see: assistant:read plus each tool's own scopes. */

@@ -1,16 +1,17 @@
 /**
- * A purchase's story, and the outbox of the purchase webhook. Every event is written in the
- * transaction of the change it tells of; the ones worth a person's attention (`notify`: pending
- * approval, and each outcome) are POSTed to PURCHASE_WEBHOOK_URL by `deliverPurchaseEvents`,
- * as the support outbox does (lib/webhook.ts): claimed with a lease, retried with backoff until a 2xx, with the
- * event id as `Idempotency-Key` since a crash between the receiver's 2xx and our commit means
- * one more delivery.
+ * A purchase's story, written in the transaction of the change it tells of. The order-level
+ * moments worth a person's attention (pending approval, approval, and each outcome) are also
+ * events of the organization's log (lib/events/emit.ts) in the same transaction: delivered to its
+ * webhook and Slack endpoints, emailed, and to the deprecated PURCHASE_WEBHOOK_URL
+ * (lib/webhooks/legacy.ts).
  */
-import { and, asc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { DbOrTx } from "../db/index.ts";
-import { purchaseEvents } from "../db/schema/index.ts";
-import type { Services } from "../services.ts";
-import { backoffMs, postWebhook, safeTarget } from "../webhook.ts";
+import { purchaseEvents, purchaseItems, purchaseRuns, purchases } from "../db/schema/index.ts";
+import { emitEvent } from "../events/emit.ts";
+import type { EventType } from "../events/catalog.ts";
+import type { PurchaseEventData } from "../events/data/purchase.ts";
+import { sumCents } from "../pricing/display.ts";
 
 export interface PurchaseEventInput {
   orgId: string;
@@ -20,20 +21,85 @@ export interface PurchaseEventInput {
   message: string;
   detail?: Record<string, unknown> | null;
   at: Date;
+  /** Worth telling people (an outcome, a wait for approval): also an event of the org's log. */
   notify?: boolean;
 }
 
+/** The org event of each order-level story event (`expired` is a rejection by the clock; a partial failure is a failure). */
+const EVENT_TYPE_OF: Record<string, EventType> = {
+  pending_approval: "purchase.pending_approval",
+  approved: "purchase.approved",
+  rejected: "purchase.rejected",
+  expired: "purchase.rejected",
+  confirmed: "purchase.confirmed",
+  failed: "purchase.failed",
+  partially_failed: "purchase.failed",
+  dry_run: "purchase.dry_run",
+};
+
 export async function recordEvent(db: DbOrTx, e: PurchaseEventInput): Promise<void> {
+  const message = e.message.slice(0, 2000);
   await db.insert(purchaseEvents).values({
     orgId: e.orgId,
     purchaseId: e.purchaseId,
     itemId: e.itemId ?? null,
     event: e.event,
-    message: e.message.slice(0, 2000),
+    message,
     detail: e.detail ?? null,
     at: e.at,
     notify: e.notify ?? false,
-    nextDeliveryAt: e.at,
+  });
+  const type = e.itemId ? undefined : EVENT_TYPE_OF[e.event];
+  // Every approval is an event (a person's, the template's or auto_approve_max_upfront's): it is when money is committed to be spent.
+  if (type && (e.notify || e.event === "approved")) await emitPurchaseEvent(db, { ...e, message }, type);
+}
+
+/**
+ * The event's `data`: the order as it stands at this moment (fixed then, small): its status,
+ * message, provider, plan/template/run, totals as `GET /purchases/{id}` shows them (sums of the
+ * items' cents) and the decision.
+ */
+async function emitPurchaseEvent(db: DbOrTx, e: PurchaseEventInput, type: EventType): Promise<void> {
+  const [p] = await db.select().from(purchases).where(eq(purchases.id, e.purchaseId));
+  if (!p) return;
+  const items = await db.select({ plannedUpfront: purchaseItems.plannedUpfront, monthlyNetSavings: purchaseItems.monthlyNetSavings }).from(purchaseItems).where(eq(purchaseItems.purchaseId, p.id));
+  const [run] =
+    p.templateId && p.executionDate
+      ? await db
+          .select({ id: purchaseRuns.id })
+          .from(purchaseRuns)
+          .where(and(eq(purchaseRuns.templateId, p.templateId), eq(purchaseRuns.executionDate, p.executionDate)))
+      : [];
+  const data: PurchaseEventData = {
+    purchase_id: p.id,
+    status: e.event as PurchaseEventData["status"],
+    message: e.message,
+    provider: p.provider,
+    purchaser: p.purchaser,
+    dry_run: p.dryRun,
+    template_id: p.templateId,
+    plan_id: p.planId,
+    run_id: run?.id ?? null,
+    execution_date: p.executionDate,
+    item_count: p.itemCount,
+    total_upfront_cost: sumCents(items.map((i) => Number(i.plannedUpfront))),
+    monthly_net_savings: sumCents(items.map((i) => Number(i.monthlyNetSavings))),
+    currency: "USD",
+    requires_approval: p.requiresApproval,
+    approval_expires_at: p.approvalExpiresAt ? p.approvalExpiresAt.toISOString() : null,
+    decided_by: p.decidedBy,
+    decided_at: p.decidedAt ? p.decidedAt.toISOString() : null,
+  };
+  await emitEvent(db, {
+    orgId: e.orgId,
+    type,
+    occurredAt: e.at,
+    data: data as unknown as Record<string, unknown>,
+    resourcePath: `/beta/v1/org/${e.orgId}/purchases/${p.id}`,
+    // The console's purchase page, where an admin approves or rejects it.
+    consolePath: `/app/purchases/${p.id}`,
+    // Each status is reached once per order.
+    dedupeKey: `purchase:${p.id}:${e.event}`,
   });
 }
 
@@ -41,73 +107,4 @@ export type PurchaseEventRow = typeof purchaseEvents.$inferSelect;
 
 export function eventView(e: PurchaseEventRow) {
   return { at: e.at.toISOString(), event: e.event, item_id: e.itemId, message: e.message, detail: (e.detail as Record<string, unknown> | null) ?? null };
-}
-
-const LEASE_MS = 120_000;
-
-/** The webhook's JSON body for one event. */
-export interface PurchaseWebhookPayload {
-  id: string;
-  event: `purchase.${string}`;
-  at: string;
-  org_id: string;
-  purchase_id: string;
-  message: string;
-  purchase: unknown;
-}
-
-/**
- * Delivers due purchase events to PURCHASE_WEBHOOK_URL. `viewOf` renders the purchase as
- * `GET /purchases/{id}` shows it (passed in so this module stays below orders.ts).
- */
-export async function deliverPurchaseEvents(
-  s: Services,
-  viewOf: (db: DbOrTx, orgId: string, purchaseId: string) => Promise<unknown>,
-  opts: { batchSize?: number; maxBatches?: number; timeoutMs?: number } = {},
-): Promise<{ delivered: number; failed: number }> {
-  const url = s.config.purchaseWebhookUrl;
-  const report = { delivered: 0, failed: 0 };
-  if (!url) return report;
-  const timeoutMs = Math.min(opts.timeoutMs ?? 10_000, LEASE_MS / 2);
-  for (let batch = 0; batch < (opts.maxBatches ?? 10); batch++) {
-    const now = s.now();
-    const due = s.db
-      .select({ id: purchaseEvents.id })
-      .from(purchaseEvents)
-      .where(and(eq(purchaseEvents.notify, true), isNull(purchaseEvents.deliveredAt), lte(purchaseEvents.nextDeliveryAt, now), or(isNull(purchaseEvents.deliveryLeaseUntil), lt(purchaseEvents.deliveryLeaseUntil, now))))
-      .orderBy(asc(purchaseEvents.seq))
-      .limit(opts.batchSize ?? 20)
-      .for("update", { skipLocked: true });
-    const claimed = await s.db
-      .update(purchaseEvents)
-      .set({ deliveryLeaseUntil: new Date(now.getTime() + LEASE_MS), deliveryAttempts: sql`${purchaseEvents.deliveryAttempts} + 1` })
-      .where(inArray(purchaseEvents.id, due))
-      .returning();
-    if (!claimed.length) break;
-    claimed.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
-    for (const e of claimed) {
-      const payload: PurchaseWebhookPayload = {
-        id: e.id,
-        event: `purchase.${e.event}`,
-        at: e.at.toISOString(),
-        org_id: e.orgId,
-        purchase_id: e.purchaseId,
-        message: e.message,
-        purchase: await viewOf(s.db, e.orgId, e.purchaseId),
-      };
-      const error = await postWebhook(url, payload, { idempotencyKey: e.id, userAgent: "commitops-purchase-webhook/1", attempt: e.deliveryAttempts, timeoutMs });
-      // Only the holder of this lease records the outcome (the timeout keeps a request within it).
-      const mine = and(eq(purchaseEvents.id, e.id), eq(purchaseEvents.deliveryLeaseUntil, e.deliveryLeaseUntil!));
-      const at = s.now();
-      if (error === null) {
-        report.delivered++;
-        await s.db.update(purchaseEvents).set({ deliveredAt: at, deliveryLeaseUntil: null, lastDeliveryError: null }).where(mine);
-      } else {
-        report.failed++;
-        s.log.warn("purchase webhook delivery failed", { event_id: e.id, target: safeTarget(url), attempts: e.deliveryAttempts, error });
-        await s.db.update(purchaseEvents).set({ deliveryLeaseUntil: null, lastDeliveryError: error, nextDeliveryAt: new Date(at.getTime() + backoffMs(e.deliveryAttempts)) }).where(mine);
-      }
-    }
-  }
-  return report;
 }

@@ -12,6 +12,7 @@
 import type { Db, DbOrTx } from "../db/index.ts";
 import { isProvider, monthStart, queryRows, type Provider } from "../billing/sql.ts";
 import { REPORTS } from "./catalog.ts";
+import { emitPeriodFinalized } from "../events/periods.ts";
 
 export interface PeriodState {
   provider: Provider;
@@ -92,9 +93,9 @@ export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: str
         if (only.provider) where.push(`provider = $${params.push(only.provider)}`);
         if (only.month) where.push(`month = $${params.push(monthStart(only.month))}::date`);
       }
-      const [p] = await queryRows<{ org_id: string; provider: Provider; month: string }>(
+      const [p] = await queryRows<{ org_id: string; provider: Provider; month: string; closed_at: string | Date | null }>(
         tx,
-        `SELECT org_id, provider, to_char(month, 'YYYY-MM-DD') AS month FROM billing_periods WHERE ${where.join(" AND ")}
+        `SELECT org_id, provider, to_char(month, 'YYYY-MM-DD') AS month, closed_at FROM billing_periods WHERE ${where.join(" AND ")}
          ORDER BY month, org_id, provider LIMIT 1 FOR UPDATE SKIP LOCKED`,
         params,
       );
@@ -112,7 +113,9 @@ export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: str
         now.toISOString(),
         REPORTS.map((rep) => rep.report_type).join(","),
       ]);
-      return { ...p, snapshot_rows: n };
+      // The month's figures are final from this commit on: period.finalized commits with them.
+      await emitPeriodFinalized(tx, { orgId: p.org_id, provider: p.provider, month: p.month, closedAt: p.closed_at ? new Date(p.closed_at) : null, frozenAt: now, reports: REPORTS.map((rep) => rep.report_type) });
+      return { org_id: p.org_id, provider: p.provider, month: p.month, snapshot_rows: n };
     });
     if (!r) break;
     done.push(r);

@@ -1,5 +1,5 @@
 /**
- * `secrets rotate`: re-seals every stored secret (billing and purchasing connections) under the
+ * `secrets rotate`: re-seals every stored secret (billing and purchasing connections, webhook endpoints) under the
  * current COMMITOPS_SECRET_KEY (the old key given in COMMITOPS_SECRET_KEY_PREVIOUS until this
  * has run), one row per transaction.
  */
@@ -8,6 +8,7 @@ import type { Db } from "../db/index.ts";
 import { billingConnections, purchasingConnections } from "../db/schema/index.ts";
 import { secretContext } from "../connections/service.ts";
 import { purchasingSecretContext } from "../purchasing/connections.ts";
+import { resealWebhookEndpointSecrets } from "../webhooks/secrets.ts";
 import { SecretKeyMissing, type SecretBox } from "./secretBox.ts";
 
 /** A table holding sealed secrets, and what each row's secret is bound to. */
@@ -36,5 +37,7 @@ export async function rotateSecrets(db: Db, box: SecretBox): Promise<{ resealed:
       });
     }
   }
+  // Webhook endpoints hold two sealed values per row (current and previous signing secret).
+  resealed += await resealWebhookEndpointSecrets(db, box);
   return { resealed, current_key_id: current };
 }

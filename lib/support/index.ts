@@ -1,2 +1,1 @@
 export * from "./tickets.ts";
-export * from "./outbox.ts";

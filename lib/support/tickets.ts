@@ -1,5 +1,8 @@
 import { and, desc, eq, sql } from "drizzle-orm";
-import { supportDailyCounts, supportOutbox, supportTickets } from "../db/schema/support.ts";
+import { supportDailyCounts, supportTickets } from "../db/schema/support.ts";
+import { events, webhookDeliveries, webhookEndpoints } from "../db/schema/events.ts";
+import { emitEvent } from "../events/emit.ts";
+import type { SupportTicketCreatedData } from "../events/data/purchase.ts";
 import type { DbOrTx } from "../db/index.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Services } from "../services.ts";
@@ -68,8 +71,9 @@ function nextUtcMidnight(at: Date): string {
  * - The org's per-UTC-day counter is bumped only while below the cap, by one conditional upsert
  *   in the same transaction as the ticket insert: concurrent filings serialize on the counter
  *   row, so exactly `cap` tickets are created per org and day, whatever the concurrency.
- * - With a webhook configured, the outbox row is inserted in the same transaction, so a ticket
- *   is never stored without its delivery being scheduled (and never delivered without being stored).
+ * - The `support.ticket_created` event is written in the same transaction (the outbox of every
+ *   endpoint subscribed to it, SUPPORT_WEBHOOK_URL's included), so a ticket is never stored
+ *   without its deliveries being scheduled (and never delivered without being stored).
  * - Repeated reports are stored like any other (the service team merges them).
  */
 export async function fileSupportTicket(s: Services, principal: Principal, filing: TicketFiling): Promise<SupportTicketResult> {
@@ -129,9 +133,24 @@ export async function fileSupportTicket(s: Services, principal: Principal, filin
         createdAt: now,
       })
       .returning({ id: supportTickets.id, number: supportTickets.number });
-    if (s.config.supportWebhookUrl) {
-      await tx.insert(supportOutbox).values({ ticketId: ticket!.id, nextAttemptAt: now, createdAt: now });
-    }
+    const key = ticketKey(ticket!.number);
+    const data: SupportTicketCreatedData = {
+      ticket_key: key,
+      kind: filing.kind,
+      summary: filing.input.summary,
+      provider: filing.kind === "bug" ? (filing.input.provider ?? null) : null,
+      filed_by: { user_id: principal.userId, credential_kind: principal.kind },
+      ticket_url: ticketUrl(s, principal.orgId, key),
+    };
+    await emitEvent(tx, {
+      orgId: principal.orgId,
+      type: "support.ticket_created",
+      occurredAt: now,
+      data: data as unknown as Record<string, unknown>,
+      resourcePath: `/beta/v1/org/${principal.orgId}/support/tickets/${key}`,
+      consolePath: "/app/support",
+      dedupeKey: ticketEventKey(ticket!.id),
+    });
     return ticket!;
   });
   if (!created) return limited;
@@ -207,19 +226,25 @@ export async function pageOrgSupportTickets(db: DbOrTx, orgId: string, opts: { k
   return { items: rows.map(ticketView), total: Number(counted?.n ?? 0) };
 }
 
+/** The dedupe key of a ticket's `support.ticket_created` event: how the service team's list finds its delivery. */
+const TICKET_EVENT_KEY_PREFIX = "support-ticket:";
+function ticketEventKey(ticketId: string): string {
+  return TICKET_EVENT_KEY_PREFIX + ticketId;
+}
+
 export interface TicketListItem {
   ticket_key: string;
   kind: "bug" | "feature";
   org_id: string;
   summary: string;
   created_at: string;
-  /** Webhook delivery: `delivered`, `pending` (with attempts so far) or `none` (no webhook then). */
+  /** Delivery to SUPPORT_WEBHOOK_URL: `delivered`, `pending` (with attempts so far) or `none` (no webhook then, or given up). */
   delivery: "delivered" | "pending" | "none";
   delivery_attempts: number;
   last_delivery_error: string | null;
 }
 
-/** Tickets for the service team, newest first, optionally of one org. */
+/** Tickets for the service team, newest first, optionally of one org, with their delivery to SUPPORT_WEBHOOK_URL. */
 export async function listSupportTickets(db: DbOrTx, opts: { orgId?: string; limit?: number } = {}): Promise<TicketListItem[]> {
   const rows = await db
     .select({
@@ -228,13 +253,14 @@ export async function listSupportTickets(db: DbOrTx, opts: { orgId?: string; lim
       orgId: supportTickets.orgId,
       summary: supportTickets.summary,
       createdAt: supportTickets.createdAt,
-      outboxId: supportOutbox.id,
-      deliveredAt: supportOutbox.deliveredAt,
-      attempts: supportOutbox.attempts,
-      lastError: supportOutbox.lastError,
+      deliveryStatus: webhookDeliveries.status,
+      attempts: webhookDeliveries.attempts,
+      lastError: webhookDeliveries.lastError,
     })
     .from(supportTickets)
-    .leftJoin(supportOutbox, eq(supportOutbox.ticketId, supportTickets.id))
+    .leftJoin(events, and(eq(events.orgId, supportTickets.orgId), eq(events.dedupeKey, sql`${TICKET_EVENT_KEY_PREFIX} || ${supportTickets.id}::text`)))
+    .leftJoin(webhookEndpoints, eq(webhookEndpoints.legacyKey, "support"))
+    .leftJoin(webhookDeliveries, and(eq(webhookDeliveries.eventId, events.id), eq(webhookDeliveries.endpointId, webhookEndpoints.id)))
     .where(opts.orgId ? eq(supportTickets.orgId, opts.orgId) : undefined)
     .orderBy(desc(supportTickets.number))
     .limit(opts.limit ?? 100);
@@ -244,7 +270,7 @@ export async function listSupportTickets(db: DbOrTx, opts: { orgId?: string; lim
     org_id: r.orgId,
     summary: r.summary,
     created_at: new Date(r.createdAt).toISOString(),
-    delivery: r.outboxId === null ? "none" : r.deliveredAt ? "delivered" : "pending",
+    delivery: r.deliveryStatus === "succeeded" ? "delivered" : r.deliveryStatus === "pending" ? "pending" : "none",
     delivery_attempts: r.attempts ?? 0,
     last_delivery_error: r.lastError ?? null,
   }));

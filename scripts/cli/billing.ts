@@ -9,6 +9,8 @@ import { csvSafeText, setReportHidden } from "../../lib/reports/service.ts";
 import { isDatabaseUnavailable } from "../../lib/db/errors.ts";
 import { CliError, type CliCommand } from "./types.ts";
 import { uuidOption } from "./args.ts";
+import { evaluateBudgetsAfterImport } from "../../lib/budgets/evaluate.ts";
+import { notifyAnomaliesAfterImport } from "../../lib/events/anomalies.ts";
 
 const orgOf = (v: Record<string, any>) => uuidOption(v, "org");
 function providerOf(v: Record<string, any>): Provider {
@@ -88,6 +90,9 @@ export const billingCommands: CliCommand[] = [
       }
       // Periods a FOCUS 1.4 BillingPeriodStatus=Closed marked closed are frozen right away.
       await freezeClosedPeriods(s.db, s.now(), { orgId: org });
+      // The budgets and the anomaly scan see the new data now (a failure is logged; the import stands).
+      await evaluateBudgetsAfterImport(s, org);
+      await notifyAnomaliesAfterImport(s, org);
       return { ...result, rejects: result.rejects.slice(0, 50), rejects_file: v.rejects && result.rows_rejected ? v.rejects : null };
     },
     human: (r) =>

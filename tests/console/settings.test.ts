@@ -28,8 +28,8 @@ describeEachDb("console: settings", (driver) => {
       for (const box of await page.$$("#new-key-form .checks input:checked")) await box.uncheck();
       await page.check("#new-key-scope-reports-read");
       await page.click("#new-key-submit");
-      await page.waitForSelector("#new-key-secret");
-      const secret = (await page.textContent("#new-key-secret"))!.trim();
+      await page.waitForSelector("#new-key-value");
+      const secret = (await page.textContent("#new-key-value"))!.trim();
       expect(secret.length).toBeGreaterThan(20);
       expect(await page.textContent("#new-key")).toContain("only time the key is shown");
       await page.waitForSelector("#keys-table");
@@ -58,7 +58,7 @@ describeEachDb("console: settings", (driver) => {
       await page.waitForFunction(() => location.pathname === "/app/");
       await page.click("nav.side >> text=Settings");
       await page.waitForSelector("#keys-table");
-      expect(await page.$("#new-key-secret")).toBeNull();
+      expect(await page.$("#new-key-value")).toBeNull();
       expect(await page.content()).not.toContain(secret);
 
       // Revoke, confirmed.
@@ -135,7 +135,7 @@ describeEachDb("console: settings", (driver) => {
       await signIn(page, base, org.people.admin, org.orgId, "/app/settings", problems);
       await page.fill("#new-key-name", "Narrow screen key");
       await page.click("#new-key-submit");
-      await page.waitForSelector("#new-key-secret");
+      await page.waitForSelector("#new-key-value");
       await page.waitForSelector("#keys-table");
       await page.waitForSelector("#members-table");
       expect(await overflowsHorizontally(page)).toBe(false);

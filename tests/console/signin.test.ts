@@ -43,9 +43,9 @@ describeEachDb("console: sign-in and roles", (driver) => {
     const base = baseUrl();
     const org = await consoleOrg(t);
     const expected = {
-      admin: ["Overview", "Reports", "Cost explorer", "Plans", "Purchases", "Estimates", "Connections", "Support", "Settings"],
-      member: ["Overview", "Reports", "Cost explorer", "Plans", "Purchases", "Estimates", "Support"],
-      viewer: ["Overview", "Reports", "Cost explorer", "Plans", "Estimates", "Support"],
+      admin: ["Overview", "Reports", "Cost explorer", "Plans", "Purchases", "Estimates", "Budgets", "Notifications", "Connections", "Support", "Settings"],
+      member: ["Overview", "Reports", "Cost explorer", "Plans", "Purchases", "Estimates", "Budgets", "Notifications", "Support"],
+      viewer: ["Overview", "Reports", "Cost explorer", "Plans", "Estimates", "Budgets", "Notifications", "Support"],
     } as const;
     for (const role of ["admin", "member", "viewer"] as const) {
       const { context, page } = await newPage(browser());

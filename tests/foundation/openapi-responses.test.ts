@@ -21,6 +21,9 @@ import { validBug, validFeature } from "../support/fixtures.ts";
 import { OFFERS, seedCatalog as seedPlanningCatalog, seedUsage } from "../planning/fixtures.ts";
 import { closeBillingPeriod, freezeClosedPeriods } from "../../lib/reports/periods.ts";
 import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
+import { emitEvent } from "../../lib/events/emit.ts";
+import { deliverWebhooks } from "../../lib/webhooks/deliver.ts";
+import { addTestMember } from "../notifications/fixtures.ts";
 
 const BETA = "/beta/v1/org/{org_id}";
 const METHODS = ["get", "post", "put", "patch", "delete"];
@@ -345,6 +348,44 @@ describeEachDb("OpenAPI responses", (driver) => {
     await call("PATCH", "/members/{user_id}", { params: { user_id: member.user_id }, body: { role: "member" } });
     await call("DELETE", "/members/{user_id}", { params: { user_id: member.user_id }, status: 204 });
 
+    // Notification preferences: the calling person's own (a member's key; the org key has no person: 403)
+    const person = await addTestMember(t.s, t.org.id, "openapi-prefs", "viewer");
+    await call("GET", "/notification-preferences", { key: person.key });
+    await call("PUT", "/notification-preferences", { key: person.key, body: { email_event_types: ["anomaly.detected"] } });
+    await call("PUT", "/notification-preferences", { key: person.key, body: { email_event_types: ["purchase.exploded"] }, status: 422 });
+    await call("GET", "/notification-preferences", { status: 403 });
+
+    // Budgets
+    const budgetBody = { name: "OpenAPI budget", amount: 100, currency: "USD", filter: { provider: "aws", tag: { key: "team", value: "web" } }, thresholds: [{ percent: 80, basis: "actual" }, { percent: 100, basis: "forecast" }] };
+    const budget = await call("POST", "/budgets", { body: budgetBody, status: 201 });
+    expect((await call("GET", "/budgets")).map((b: any) => b.id)).toContain(budget.id);
+    expect((await call("GET", "/budgets/{budget_id}", { params: { budget_id: budget.id } })).status).not.toBeNull();
+    await call("PATCH", "/budgets/{budget_id}", { params: { budget_id: budget.id }, body: { amount: 250.5, filter: null } });
+    expect((await call("GET", "/budgets/{budget_id}/history", { params: { budget_id: budget.id } })).length).toBe(1);
+    await call("POST", "/budgets", { body: { ...budgetBody, amount: 0 }, status: 422 });
+    await call("DELETE", "/budgets/{budget_id}", { params: { budget_id: budget.id }, status: 204 });
+
+    // Webhook endpoints
+    const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+    try {
+      const endpoint = await call("POST", "/webhook-endpoints", { body: { url: `http://127.0.0.1:${hook.port}/hook`, event_types: ["support.ticket_created"], description: "OpenAPI" }, status: 201 });
+      const ep = { endpoint_id: endpoint.id };
+      expect((await call("GET", "/webhook-endpoints")).map((e: any) => e.id)).toContain(endpoint.id);
+      await call("GET", "/webhook-endpoints/{endpoint_id}", { params: ep });
+      await call("PATCH", "/webhook-endpoints/{endpoint_id}", { params: ep, body: { description: null } });
+      expect((await call("POST", "/webhook-endpoints/{endpoint_id}/rotate-secret", { params: ep, body: { overlap_hours: 1 } })).secret).toStartWith("whsec_");
+      expect((await call("POST", "/webhook-endpoints/{endpoint_id}/test", { params: ep })).ok).toBe(true);
+      await t.s.db.transaction((tx) => emitEvent(tx, { orgId: t.org.id, type: "support.ticket_created", occurredAt: NOW, data: {} }));
+      await deliverWebhooks(t.s, { endpointId: endpoint.id });
+      const [delivery] = await call("GET", "/webhook-endpoints/{endpoint_id}/deliveries", { params: ep, query: "status=succeeded" });
+      const dl = { ...ep, delivery_id: delivery.id };
+      expect(await call("GET", "/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/attempts", { params: dl })).toHaveLength(1);
+      await call("POST", "/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver", { params: dl });
+      await call("DELETE", "/webhook-endpoints/{endpoint_id}", { params: ep, status: 204 });
+    } finally {
+      hook.stop(true);
+    }
+
     // Catalog and cost estimates
     const sku = await seedPublicCatalog(t.s);
     expect((await call("GET", "/catalog-skus", { query: "provider=aws&q=m5.large" })).length).toBeGreaterThan(0);
@@ -415,6 +456,12 @@ describeEachDb("OpenAPI responses", (driver) => {
     expect(withRows).toBeGreaterThanOrEqual(4);
     const csv = await call("GET", "/allocation-reports/{report_type}", { params: { report_type: "cloud_bill_by_account" }, query: "year=2026&month=5&format=csv" });
     expect(csv).toStartWith("month,");
+
+    // Events (May's freeze above wrote period.finalized)
+    const finalized = await call("GET", "/events", { query: "type=period.*&since=2026-01-01&order=oldest_first" });
+    expect(finalized.map((e: any) => e.type)).toContain("period.finalized");
+    await call("GET", "/events/{event_id}", { params: { event_id: finalized[0].id } });
+    await call("GET", "/events", { query: "type=nope", status: 400 });
 
     // Cost explorer (the billed rows above)
     const window = "start_date=2026-05-01&end_date=2026-06-01";

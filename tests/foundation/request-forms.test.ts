@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { linksOf, paginationOf } from "../helpers/paging.ts";
+import { emitEvent } from "../../lib/events/emit.ts";
 
 /** Values a required query parameter of a list takes here; a list with another one fails the test until it is added. */
 const REQUIRED_QUERY: Record<string, string> = { provider: "aws" };
@@ -16,6 +17,9 @@ const REQUIRED_QUERY: Record<string, string> = { provider: "aws" };
 describeEachDb("forms of headers and paging parameters", (driver) => {
   const t = useTestApp(driver, { config: { secretKey: randomBytes(32).toString("base64"), connectionsAllowPrivateEndpoints: true } });
   let connectionId = "";
+  let budgetId = "";
+  let endpointId = "";
+  let deliveryId = "";
 
   beforeAll(async () => {
     const r = await t.orgRequest("POST", "/billing-connections", {
@@ -28,6 +32,17 @@ describeEachDb("forms of headers and paging parameters", (driver) => {
     });
     expect({ status: r.status, body: r.status === 201 ? null : await r.clone().json() }).toEqual({ status: 201, body: null });
     connectionId = ((await r.json()) as any).id;
+    const budget = await t.orgRequest("POST", "/budgets", { body: { name: "Lists", amount: 100, currency: "USD", thresholds: [{ percent: 80, basis: "actual" }] } });
+    expect(budget.status).toBe(201);
+    budgetId = ((await budget.json()) as any).id;
+    const endpoint = await t.orgRequest("POST", "/webhook-endpoints", { body: { url: "http://127.0.0.1:9/hook", event_types: ["*"], enabled: false } });
+    expect(endpoint.status).toBe(201);
+    endpointId = ((await endpoint.json()) as any).id;
+    // A delivery to list attempts of: an event fanned out to the endpoint while it is enabled.
+    await t.s.handle.query("UPDATE webhook_endpoints SET enabled = true WHERE id = $1", [endpointId]);
+    await t.s.db.transaction((tx) => emitEvent(tx, { orgId: t.org.id, type: "billing_sync.stale", occurredAt: new Date(), data: {} }));
+    await t.s.handle.query("UPDATE webhook_endpoints SET enabled = false WHERE id = $1", [endpointId]);
+    deliveryId = (await t.s.handle.query<{ id: string }>("SELECT id FROM webhook_deliveries WHERE endpoint_id = $1", [endpointId]))[0]!.id;
   });
 
   test("Idempotency-Key: a space anywhere (or a control character) → 400 naming the header; visible ASCII passes", async () => {
@@ -60,7 +75,10 @@ describeEachDb("forms of headers and paging parameters", (driver) => {
       const path = template
         .replace("{org_id}", t.org.id)
         .replace("{report_type}", "cloud_bill_by_service")
-        .replace("{connection_id}", connectionId);
+        .replace("{connection_id}", connectionId)
+        .replace("{budget_id}", budgetId)
+        .replace("{endpoint_id}", endpointId)
+        .replace("{delivery_id}", deliveryId);
       expect(path).not.toContain("{");
       const required = params.filter((p) => p.in === "query" && p.required).map((p) => `${p.name}=${REQUIRED_QUERY[p.name] ?? expect.unreachable(`no value for ${p.name}`)}`);
       out.push({ path: required.length ? `${path}?${required.join("&")}` : path, params: params.filter((p) => p.in === "query").map((p) => p.name) });

@@ -15,6 +15,7 @@ import { importFocusFile } from "../../lib/billing/focus.ts";
 import { generatePlan, savePlan } from "../../lib/planning/generate.ts";
 import { getSegment } from "../../lib/segments/service.ts";
 import { getTemplate } from "../../lib/templates/service.ts";
+import { emitEvent } from "../../lib/events/emit.ts";
 import type { TestContext } from "./app.ts";
 import { FORM, Jar, REDIRECT, REST_RESOURCE, csrfFrom, form, makeUser, pkce } from "../oauth/helpers.ts";
 
@@ -55,6 +56,13 @@ export interface FuzzFixtures {
     plan_id: string[];
     /** A (non-admin) member of the org. */
     user_id: string[];
+    /** A budget of the org. */
+    budget_id: string[];
+    /** A webhook endpoint of the org (at a name that never resolves) and a delivery of it. */
+    endpoint_id: string[];
+    delivery_id: string[];
+    /** An event of the org. */
+    event_id: string[];
   };
   /** Pools only DELETE requests draw from; each entry is one deletable thing. */
   disposable: {
@@ -65,6 +73,8 @@ export interface FuzzFixtures {
     key_id: string[];
     connection_id: string[];
     user_id: string[];
+    budget_id: string[];
+    endpoint_id: string[];
   };
   /** Query parameters each report declares (from GET /allocation-reports). */
   reportParams: Record<string, { name: string; type?: string; values?: string[] }[]>;
@@ -198,6 +208,17 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
     connectionIds.push((await ok(base, "POST", `${P}/billing-connections`, org.key, body)).json.id);
   }
 
+  // Budgets: one to read and change, several to delete.
+  const budgetIds: string[] = [];
+  for (let i = 0; i < 5; i++)
+    budgetIds.push((await ok(base, "POST", `${P}/budgets`, org.key, { name: `fuzz budget ${i}`, amount: 100, currency: "USD", thresholds: [{ percent: 80, basis: "actual" }] })).json.id);
+
+  // Webhook endpoints at a name that never resolves (a test message or delivery fails fast): one with a delivery to read, several to delete.
+  const endpointIds: string[] = [];
+  for (let i = 0; i < 5; i++) endpointIds.push((await ok(base, "POST", `${P}/webhook-endpoints`, org.key, { url: "https://hooks.fuzz.invalid/commitops", event_types: ["*"] })).json.id);
+  const event = await t.s.db.transaction((tx) => emitEvent(tx, { orgId: org.id, type: "support.ticket_created", occurredAt: new Date(), data: {} }));
+  const deliveryIds = (await t.s.handle.query<{ id: string }>("SELECT id FROM webhook_deliveries WHERE endpoint_id = $1", [endpointIds[0]])).map((r) => r.id);
+
   // OAuth: a registered client, a browser with a sign-in cookie and CSRF token, a signed-in
   // member, an access token for the Beta API and a refresh token.
   const client = (await ok(base, "POST", "/oauth/register", null, { client_name: "Fuzz client", redirect_uris: [REDIRECT] })).json;
@@ -256,6 +277,10 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       purchase_id: [crypto.randomUUID()],
       plan_id: [planId],
       user_id: memberIds.slice(0, 1),
+      budget_id: budgetIds.slice(0, 1),
+      endpoint_id: endpointIds.slice(0, 1),
+      delivery_id: deliveryIds,
+      event_id: [event!.id],
     },
     disposable: {
       estimate_id: disposableEstimates.map((e) => e.id),
@@ -264,6 +289,8 @@ export async function createFuzzFixtures(t: TestContext, base: string): Promise<
       key_id: keyIds.slice(1),
       connection_id: connectionIds.slice(1),
       user_id: memberIds.slice(1),
+      budget_id: budgetIds.slice(1),
+      endpoint_id: endpointIds.slice(1),
     },
     reportParams,
     awsSkuIds: skus.aws!,

@@ -78,6 +78,9 @@ export function scopeOf(method: string, path: string): string | undefined {
   if (p.startsWith("/cost-estimates")) return write ? "estimates:write" : "estimates:read";
   if (p.startsWith("/billing-connections") || p.startsWith("/purchasing-connections")) return write ? "connections:write" : "connections:read";
   if (p.startsWith("/purchases") || p.startsWith("/purchase-runs")) return write ? "purchases:write" : "purchases:read";
+  if (p.startsWith("/budgets")) return write ? "budgets:write" : "budgets:read";
+  if (p.startsWith("/webhook-endpoints")) return "webhooks:write";
+  if (p.startsWith("/notification-preferences") || p.startsWith("/events")) return "events:read";
   return undefined;
 }
 

@@ -14,8 +14,10 @@ import { useTestApp } from "../helpers/app.ts";
 import { defaultAwsOfferings, startAwsPurchasingServer, type AwsPurchasingServer } from "../helpers/awsPurchasingServer.ts";
 import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
 import { backgroundPurchasesSettled, processPurchaseItems } from "../../lib/purchasing/executor.ts";
-import { deliverPurchaseEvents } from "../../lib/purchasing/events.ts";
-import { getPurchase } from "../../lib/purchasing/orders.ts";
+import { deliverWebhooks } from "../../lib/webhooks/deliver.ts";
+import { syncLegacyEndpoints } from "../../lib/webhooks/legacy.ts";
+import { PurchaseEventDataSchema } from "../../lib/events/data/purchase.ts";
+import { Value } from "@sinclair/typebox/value";
 import { createPurchasingConnection, getPurchasingConnectionRow, purchasingSettingsOf } from "../../lib/purchasing/connections.ts";
 import { rotateSecrets } from "../../lib/secrets/rotate.ts";
 import { SecretBox } from "../../lib/secrets/index.ts";
@@ -54,6 +56,8 @@ describeEachDb("purchasing through the providers", (driver) => {
     await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
     hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/purchases`;
     (t.s.config as any).purchaseWebhookUrl = hookUrl;
+    // PURCHASE_WEBHOOK_URL (deprecated) as its endpoint of the event system, as the server does at start.
+    await syncLegacyEndpoints(t.s);
   });
   afterAll(async () => {
     await aws?.close();
@@ -69,7 +73,8 @@ describeEachDb("purchasing through the providers", (driver) => {
     await t.s.handle.query("UPDATE commitment_plan_templates SET schedule = NULL, start_date = NULL");
     await t.s.handle.query("UPDATE purchase_items SET status = 'failed' WHERE status IN ('approved', 'submitting', 'pending_approval')");
     await t.s.handle.query("UPDATE purchases SET status = 'failed' WHERE status IN ('approved', 'pending_approval')");
-    await t.s.handle.query("UPDATE purchase_events SET delivered_at = now() WHERE delivered_at IS NULL");
+    await t.s.handle.query("UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending'");
+    await t.s.handle.query("UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, next_attempt_at = '2000-01-01', lease_token = NULL, lease_until = NULL");
     await t.s.handle.query("UPDATE purchasing_connections SET enabled = false");
   });
 
@@ -197,10 +202,37 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(aws.calls("PurchaseReservedInstancesOffering")).toHaveLength(0);
     expect((await api(org).get("/purchases?status=pending_approval").then((r) => r.json())).map((x: any) => x.id)).toEqual([p.id]);
 
-    await deliverPurchaseEvents(t.s, getPurchase);
+    await deliverWebhooks(t.s);
     expect(delivered.map((d) => d.body.event)).toEqual(["purchase.pending_approval"]);
     expect(delivered[0]!.headers["idempotency-key"]).toBe(delivered[0]!.body.id);
     expect(delivered[0]!.body.purchase).toMatchObject({ id: p.id, status: "pending_approval" });
+    // The org's event, written with the order: a fixed document of it and links to its API resource and its approval page.
+    const [pending] = await t.s.handle.query<any>("SELECT * FROM events WHERE org_id = $1 AND type = 'purchase.pending_approval'", [org.id]);
+    expect(pending.id).toBe(delivered[0]!.body.id);
+    expect(delivered[0]!.headers["webhook-id"]).toBe(pending.id);
+    expect(pending.data).toEqual({
+      purchase_id: p.id,
+      status: "pending_approval",
+      message: p.events.find((e: any) => e.event === "pending_approval").message,
+      provider: "aws",
+      purchaser: "aws_purchasing",
+      dry_run: false,
+      template_id: p.template_id,
+      plan_id: p.plan_id,
+      run_id: expect.any(String),
+      execution_date: p.execution_date,
+      item_count: 1,
+      total_upfront_cost: p.total_upfront_cost,
+      monthly_net_savings: p.monthly_net_savings,
+      currency: "USD",
+      requires_approval: true,
+      approval_expires_at: p.approval_expires_at,
+      decided_by: null,
+      decided_at: null,
+    });
+    expect(Value.Check(PurchaseEventDataSchema, pending.data)).toBe(true);
+    expect(pending.resource_path).toBe(`/beta/v1/org/${org.id}/purchases/${p.id}`);
+    expect(pending.console_path).toBe(`/app/purchases/${p.id}`);
 
     // A member may read purchases but not approve them.
     const member = await t.newOrg("other");
@@ -239,8 +271,15 @@ describeEachDb("purchasing through the providers", (driver) => {
     expect(next.items).toEqual([]);
     expect(aws.purchases.ec2).toHaveLength(1);
 
-    await deliverPurchaseEvents(t.s, getPurchase);
+    await deliverWebhooks(t.s);
     expect(delivered.map((d) => d.body.event)).toContain("purchase.confirmed");
+    const types = await t.s.handle.query<any>("SELECT type, data->>'status' AS status, data->>'decided_by' AS decided_by FROM events WHERE org_id = $1 ORDER BY seq", [org.id]);
+    expect(types.map((e: any) => [e.type, e.status])).toEqual([
+      ["purchase.pending_approval", "pending_approval"],
+      ["purchase.approved", "approved"],
+      ["purchase.confirmed", "confirmed"],
+    ]);
+    expect(types[1].decided_by).toStartWith("api_key:");
     expect(delivered.find((d) => d.body.event === "purchase.confirmed")!.body.purchase.items[0].provider_purchase_id).toBe(ri.reservedInstancesId);
   });
 
@@ -463,17 +502,22 @@ describeEachDb("purchasing through the providers", (driver) => {
     await runPurchasingTick(t.s);
     hookStatus = 503;
     try {
-      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 1 });
-      const [e] = await t.s.handle.query<any>("SELECT delivery_attempts, last_delivery_error, next_delivery_at FROM purchase_events WHERE org_id = $1 AND notify", [org.id]);
-      expect(e).toMatchObject({ delivery_attempts: 1, last_delivery_error: "HTTP 503" });
-      expect(new Date(e.next_delivery_at).getTime()).toBe(clock.getTime() + 5_000);
+      // The legacy endpoint's backoff, at the top of its jitter: 5 s after a first failure.
+      const random = () => 1;
+      expect(await deliverWebhooks(t.s, { random })).toMatchObject({ delivered: 0, failed: 1 });
+      const [e] = await t.s.handle.query<any>(
+        "SELECT d.attempts, d.last_error, w.next_attempt_at FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE w.legacy_key = 'purchase' AND d.org_id = $1",
+        [org.id],
+      );
+      expect(e).toMatchObject({ attempts: 1, last_error: "HTTP 503" });
+      expect(new Date(e.next_attempt_at).getTime()).toBe(clock.getTime() + 5_000);
       // Not before its time, even with the receiver back.
       hookStatus = 204;
-      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 0 });
+      expect(await deliverWebhooks(t.s, { random })).toMatchObject({ delivered: 0, failed: 0 });
       clock = new Date(clock.getTime() + 5_000);
-      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 1, failed: 0 });
+      expect(await deliverWebhooks(t.s, { random })).toMatchObject({ delivered: 1, failed: 0 });
       expect(delivered.map((d) => [d.body.event, d.headers["x-commitops-delivery-attempt"]])).toEqual([["purchase.pending_approval", "2"]]);
-      expect(await deliverPurchaseEvents(t.s, getPurchase)).toEqual({ delivered: 0, failed: 0 });
+      expect(await deliverWebhooks(t.s, { random })).toMatchObject({ delivered: 0, failed: 0 });
     } finally {
       hookStatus = 204;
     }

@@ -1,10 +1,11 @@
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { createServices } from "../../lib/services.ts";
 import { createLogger } from "../../lib/log.ts";
 import { openDb, type DatabaseHandle } from "../../lib/db/index.ts";
+import { syncLegacyEndpoints } from "../../lib/webhooks/legacy.ts";
 import { validBug, validFeature } from "./fixtures.ts";
 
 const CAP = 5;
@@ -13,14 +14,17 @@ const EXTRA = 20;
 describeEachDb("support: the daily cap under concurrency", (driver) => {
   const t = useTestApp(driver, { config: { supportDailyCap: CAP, supportWebhookUrl: "http://127.0.0.1:9/unused" } });
   const extraHandles: DatabaseHandle[] = [];
+  // SUPPORT_WEBHOOK_URL as its endpoint, as the server does at start.
+  beforeAll(() => syncLegacyEndpoints(t.s));
   afterAll(async () => {
     for (const h of extraHandles) await h.close();
   });
 
   async function countsFor(orgId: string) {
     const [tickets] = await t.s.handle.query<{ n: number }>("SELECT count(*)::int AS n FROM support_tickets WHERE org_id = $1", [orgId]);
+    // SUPPORT_WEBHOOK_URL's deliveries (lib/webhooks/legacy.ts), scheduled in each ticket's transaction.
     const [outbox] = await t.s.handle.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM support_outbox o JOIN support_tickets s ON s.id = o.ticket_id WHERE s.org_id = $1",
+      "SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE w.legacy_key = 'support' AND d.org_id = $1",
       [orgId],
     );
     const [counter] = await t.s.handle.query<{ n: number }>("SELECT coalesce(sum(count), 0)::int AS n FROM support_daily_counts WHERE org_id = $1", [orgId]);

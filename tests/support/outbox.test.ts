@@ -1,12 +1,20 @@
+/**
+ * SUPPORT_WEBHOOK_URL (deprecated) on the event system: the variable becomes a process-wide
+ * compatibility endpoint (lib/webhooks/legacy.ts) that receives every organization's
+ * `support.ticket_created` events through the webhook delivery worker, in the body and with the
+ * `Idempotency-Key` it always had. The outbox's promises hold: scheduled in the ticket's
+ * transaction, delivered exactly once per ticket whatever the concurrency, retried with backoff
+ * until the receiver is back, a crashed deliverer's work taken over after its lease.
+ */
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createServices, type Services } from "../../lib/services.ts";
 import { createLogger } from "../../lib/log.ts";
 import { openDb, type DatabaseHandle } from "../../lib/db/index.ts";
-import { deliverSupportOutbox } from "../../lib/support/outbox.ts";
-import { backoffMs } from "../../lib/webhook.ts";
-import { supportOutboxJob } from "../../jobs/support-outbox.ts";
+import { backoffCeilingMs, backoffMs, deliverWebhooks, type DeliverReport } from "../../lib/webhooks/deliver.ts";
+import { syncLegacyEndpoints } from "../../lib/webhooks/legacy.ts";
+import { webhookDeliveryJob } from "../../jobs/webhook-delivery.ts";
 import { jobs } from "../../jobs/index.ts";
 import { validBug, validFeature } from "./fixtures.ts";
 
@@ -50,28 +58,32 @@ function startReceiver() {
   };
 }
 
-describeEachDb("support: webhook outbox", (driver) => {
+const summary = (r: DeliverReport) => ({ delivered: r.delivered, failed: r.failed });
+
+describeEachDb("support: SUPPORT_WEBHOOK_URL through the webhook delivery worker", (driver) => {
   const receiver = startReceiver();
-  const t = useTestApp(driver, { config: { supportDailyCap: 1000 } });
+  let clock = new Date();
+  const t = useTestApp(driver, { now: () => clock, config: { supportDailyCap: 1000 } });
   const replicas: Services[] = [];
   const extraHandles: DatabaseHandle[] = [];
 
   beforeAll(async () => {
-    t.s.config.supportWebhookUrl = receiver.url;
     replicas.push(t.s);
     // On the server, two more "replicas" with their own connection pools.
     if (driver === "postgres") {
       for (let i = 0; i < 2; i++) {
         const h = await openDb({ url: t.db.url, migrate: false });
         extraHandles.push(h);
-        replicas.push(createServices(h, t.s.config, createLogger("silent")));
+        replicas.push(createServices(h, t.s.config, createLogger("silent"), { now: () => clock }));
       }
     }
   });
   beforeEach(async () => {
     receiver.reset();
+    clock = new Date();
     t.s.config.supportWebhookUrl = receiver.url;
-    await t.s.handle.query("DELETE FROM support_outbox");
+    await t.s.handle.query("DELETE FROM webhook_endpoints");
+    await syncLegacyEndpoints(t.s);
   });
   afterAll(async () => {
     receiver.stop();
@@ -91,39 +103,51 @@ describeEachDb("support: webhook outbox", (driver) => {
     return keys;
   }
 
-  async function outboxRows() {
-    return t.s.handle.query<{ key: string; attempts: number; delivered: boolean; next_attempt_at: Date; last_error: string | null }>(
-      `SELECT 'SUP-' || s.number AS key, o.attempts, o.delivered_at IS NOT NULL AS delivered, o.next_attempt_at, o.last_error
-         FROM support_outbox o JOIN support_tickets s ON s.id = o.ticket_id ORDER BY s.number`,
+  /** The compatibility endpoint's deliveries, by ticket. */
+  async function deliveryRows() {
+    return t.s.handle.query<{ key: string; attempts: number; delivered: boolean; last_error: string | null }>(
+      `SELECT e.data->>'ticket_key' AS key, d.attempts, d.status = 'succeeded' AS delivered, d.last_error
+         FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events e ON e.id = d.event_id
+        WHERE w.legacy_key = 'support' ORDER BY e.seq`,
     );
   }
+  const endpoint = async () => (await t.s.handle.query<any>("SELECT * FROM webhook_endpoints WHERE legacy_key = 'support'"))[0];
 
-  test("the outbox row is written with the ticket; nothing is queued without a webhook", async () => {
+  test("the variable is an endpoint of the event system; the delivery is scheduled with the ticket; nothing is queued without it", async () => {
+    const ep = await endpoint();
+    expect(ep).toMatchObject({ org_id: null, kind: "webhook", url: receiver.url, event_types: ["support.ticket_created"], enabled: true, secret_ciphertext: null });
     const [k] = await fileTickets(1);
-    expect((await outboxRows()).map((r) => r.key)).toEqual([k!]);
+    expect((await deliveryRows()).map((r) => r.key)).toEqual([k!]);
+    // Another organization's tickets reach it too: it is process-wide.
+    const other = await t.newOrg("other");
+    const r = await t.request("POST", `/beta/v1/org/${other.id}/support/bug-reports`, { key: other.key, body: validBug() });
+    expect(((await r.json()) as any).status).toBe("created");
+    expect(await deliveryRows()).toHaveLength(2);
+
+    // Unset: the endpoint goes (with what it had pending), nothing is queued or sent.
     t.s.config.supportWebhookUrl = undefined;
+    await syncLegacyEndpoints(t.s);
+    expect(await endpoint()).toBeUndefined();
     await fileTickets(1);
-    expect((await outboxRows()).length).toBe(1);
-    expect(await deliverSupportOutbox(t.s)).toEqual({ delivered: 0, failed: 0 });
+    expect(await deliveryRows()).toHaveLength(0);
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 0, failed: 0 });
     expect(receiver.state.requests).toBe(0);
   });
 
-  test("receiver fails the first attempts, then recovers: every ticket delivered exactly once, even with concurrent deliverers", async () => {
+  test("receiver fails the first attempts, then recovers: every ticket delivered exactly once, in order, even with concurrent deliverers", async () => {
     const keys = await fileTickets(6);
     receiver.state.failNext = 8;
-    let now = Date.now();
-    for (let round = 0; round < 12; round++) {
-      const at = new Date(now);
+    for (let round = 0; round < 20; round++) {
       // Several deliverers at once: on the server, different connection pools (replicas).
-      await Promise.all([0, 1, 2].map((i) => deliverSupportOutbox(replicas[i % replicas.length]!, { now: at, batchSize: 2 })));
-      if ((await outboxRows()).every((r) => r.delivered)) break;
-      now += 60 * 60_000; // past the longest backoff
+      await Promise.all([0, 1, 2].map((i) => deliverWebhooks(replicas[i % replicas.length]!)));
+      if ((await deliveryRows()).every((r) => r.delivered)) break;
+      clock = new Date(clock.getTime() + 60 * 60_000); // past the longest backoff
     }
-    const rows = await outboxRows();
+    const rows = await deliveryRows();
     expect(rows.every((r) => r.delivered)).toBe(true);
     for (const k of keys) expect(receiver.state.accepted.get(k)).toBe(1);
-    expect([...receiver.state.accepted.keys()].sort()).toEqual([...keys].sort());
-    // Exactly the 8 refused attempts plus one success per ticket: no row was ever posted twice at once.
+    expect([...receiver.state.accepted.keys()]).toEqual(keys);
+    // Exactly the 8 refused attempts plus one success per ticket: no ticket was ever posted twice at once.
     expect(receiver.state.requests).toBe(8 + keys.length);
     expect(rows.reduce((sum, r) => sum + r.attempts, 0)).toBe(8 + keys.length);
 
@@ -136,33 +160,42 @@ describeEachDb("support: webhook outbox", (driver) => {
     for (const h of receiver.state.headers) {
       expect(h["idempotency-key"]).toMatch(/^SUP-\d+$/);
       expect(h["content-type"]).toContain("application/json");
+      expect(h["user-agent"]).toBe("commitops-support-webhook/1");
+      // The event system's headers too; no secret, so no signature.
+      expect(h["webhook-id"]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(h["webhook-signature"]).toBeUndefined();
     }
     // Delivered rows are never sent again.
-    expect(await deliverSupportOutbox(t.s, { now: new Date(now + 86_400_000) })).toEqual({ delivered: 0, failed: 0 });
+    clock = new Date(clock.getTime() + 86_400_000);
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 0, failed: 0 });
   });
 
   test("a failure schedules a retry with exponential backoff; nothing is sent before it is due", async () => {
     const [k] = await fileTickets(1);
     receiver.state.failNext = 2;
-    const t0 = Date.now() + 1000;
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0) })).toEqual({ delivered: 0, failed: 1 });
-    let [row] = await outboxRows();
+    const random = () => 0.5;
+    const t0 = clock.getTime();
+    expect(summary(await deliverWebhooks(t.s, { random }))).toEqual({ delivered: 0, failed: 1 });
+    let [row] = await deliveryRows();
     expect(row).toMatchObject({ attempts: 1, delivered: false, last_error: "HTTP 503" });
-    expect(new Date(row!.next_attempt_at).getTime()).toBe(t0 + backoffMs(1));
+    expect(new Date((await endpoint()).next_attempt_at).getTime()).toBe(t0 + backoffMs(1, random));
 
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0 + backoffMs(1) - 1) })).toEqual({ delivered: 0, failed: 0 });
-    const t1 = t0 + backoffMs(1);
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t1) })).toEqual({ delivered: 0, failed: 1 });
-    [row] = await outboxRows();
+    clock = new Date(t0 + backoffMs(1, random) - 1);
+    expect(summary(await deliverWebhooks(t.s, { random }))).toEqual({ delivered: 0, failed: 0 });
+    const t1 = t0 + backoffMs(1, random);
+    clock = new Date(t1);
+    expect(summary(await deliverWebhooks(t.s, { random }))).toEqual({ delivered: 0, failed: 1 });
+    [row] = await deliveryRows();
     expect(row!.attempts).toBe(2);
-    expect(new Date(row!.next_attempt_at).getTime()).toBe(t1 + backoffMs(2));
-    expect(backoffMs(2)).toBe(2 * backoffMs(1));
+    expect(new Date((await endpoint()).next_attempt_at).getTime()).toBe(t1 + backoffMs(2, random));
+    expect(backoffCeilingMs(2)).toBe(2 * backoffCeilingMs(1));
 
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t1 + backoffMs(2)) })).toEqual({ delivered: 1, failed: 0 });
-    [row] = await outboxRows();
+    clock = new Date(t1 + backoffMs(2, random));
+    expect(summary(await deliverWebhooks(t.s, { random }))).toEqual({ delivered: 1, failed: 0 });
+    [row] = await deliveryRows();
     expect(row).toMatchObject({ attempts: 3, delivered: true, last_error: null });
     expect(receiver.state.accepted.get(k!)).toBe(1);
-    expect(backoffMs(50)).toBe(60 * 60_000);
+    expect(backoffCeilingMs(50)).toBe(60 * 60_000);
   });
 
   test("a webhook outage (connection refused) loses nothing: delivered once it is back", async () => {
@@ -170,34 +203,51 @@ describeEachDb("support: webhook outbox", (driver) => {
     const deadUrl = `http://127.0.0.1:${dead.port}/gone`;
     dead.stop(true);
     t.s.config.supportWebhookUrl = deadUrl;
+    await syncLegacyEndpoints(t.s);
     const keys = await fileTickets(3);
-    const t0 = Date.now();
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0) })).toEqual({ delivered: 0, failed: 3 });
-    const rows = await outboxRows();
-    expect(rows.every((r) => !r.delivered && r.attempts === 1 && /request failed/.test(r.last_error ?? ""))).toBe(true);
+    // The endpoint's first event fails and the others wait behind it (order per endpoint).
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 0, failed: 1 });
+    const rows = await deliveryRows();
+    expect(rows.map((r) => [r.attempts, r.delivered, r.last_error])).toEqual([
+      [1, false, "connection refused"],
+      [0, false, null],
+      [0, false, null],
+    ]);
     // The stored error never carries the URL (it could hold a token).
     expect(rows.some((r) => (r.last_error ?? "").includes("127.0.0.1"))).toBe(false);
 
+    // A changed URL starts afresh: due at once.
     t.s.config.supportWebhookUrl = receiver.url;
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0 + 60 * 60_000) })).toEqual({ delivered: 3, failed: 0 });
+    await syncLegacyEndpoints(t.s);
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 3, failed: 0 });
     for (const k of keys) expect(receiver.state.accepted.get(k)).toBe(1);
   });
 
-  test("a row leased by a deliverer that died is retried after the lease expires", async () => {
+  test("an endpoint leased by a deliverer that died is taken over after the lease expires", async () => {
     const [k] = await fileTickets(1);
-    const t0 = Date.now();
+    const t0 = clock.getTime();
     // Another replica claimed it and crashed before recording the outcome.
-    await t.s.handle.query("UPDATE support_outbox SET lease_until = $1, attempts = attempts + 1", [new Date(t0 + 120_000).toISOString()]);
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0 + 1000) })).toEqual({ delivered: 0, failed: 0 });
-    expect(await deliverSupportOutbox(t.s, { now: new Date(t0 + 120_001) })).toEqual({ delivered: 1, failed: 0 });
+    await t.s.handle.query("UPDATE webhook_endpoints SET lease_token = gen_random_uuid(), lease_until = $1 WHERE legacy_key = 'support'", [new Date(t0 + 60_000).toISOString()]);
+    clock = new Date(t0 + 1000);
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 0, failed: 0 });
+    clock = new Date(t0 + 60_001);
+    expect(summary(await deliverWebhooks(t.s))).toEqual({ delivered: 1, failed: 0 });
     expect(receiver.state.accepted.get(k!)).toBe(1);
   });
 
-  test("the registered job delivers through the same path", async () => {
-    expect(jobs).toContain(supportOutboxJob);
+  test("the registered job follows the variable and delivers through the same path", async () => {
+    expect(jobs).toContain(webhookDeliveryJob);
+    await t.s.handle.query("DELETE FROM webhook_endpoints");
     const [k] = await fileTickets(1);
-    await supportOutboxJob.run(t.s);
-    expect(receiver.state.accepted.get(k!)).toBe(1);
-    expect((await outboxRows())[0]!.delivered).toBe(true);
+    // Written before the endpoint existed: not for it.
+    expect(await deliveryRows()).toHaveLength(0);
+    delete t.s.extras.webhookLegacySync;
+    await webhookDeliveryJob.run(t.s);
+    expect(await endpoint()).toMatchObject({ url: receiver.url });
+    const [k2] = await fileTickets(1);
+    await webhookDeliveryJob.run(t.s);
+    expect(receiver.state.accepted.get(k2!)).toBe(1);
+    expect(receiver.state.accepted.has(k!)).toBe(false);
+    expect((await deliveryRows())[0]!.delivered).toBe(true);
   });
 });

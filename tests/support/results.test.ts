@@ -1,7 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
+import { syncLegacyEndpoints } from "../../lib/webhooks/legacy.ts";
 import { validBug, validFeature } from "./fixtures.ts";
 
 describeEachDb("support: results", (driver) => {
@@ -133,6 +134,7 @@ describeEachDb("support: results", (driver) => {
 
   describe("filing disabled", () => {
     const t = useTestApp(driver, { config: { supportFilingEnabled: false, supportWebhookUrl: "http://127.0.0.1:9/never" } });
+    beforeAll(() => syncLegacyEndpoints(t.s));
 
     test("not_filed with a reason, HTTP 200, nothing stored or counted or queued", async () => {
       for (const [path, body] of [["/support/bug-reports", validBug()], ["/support/feature-requests", validFeature()]] as const) {
@@ -144,7 +146,7 @@ describeEachDb("support: results", (driver) => {
         expect(res.ticket_key).toBeUndefined();
         expect(res.ticket_url).toBeUndefined();
       }
-      for (const table of ["support_tickets", "support_daily_counts", "support_outbox"]) {
+      for (const table of ["support_tickets", "support_daily_counts", "events", "webhook_deliveries"]) {
         const [row] = await t.s.handle.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
         expect(Number(row!.n)).toBe(0);
       }

@@ -71,6 +71,33 @@ export interface paths {
     /** How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message) */
     get: operations["getBetaV1OrgByOrg_idBilling-data-freshness"];
   };
+  "/beta/v1/org/{org_id}/budgets": {
+    /** List the organization's budgets with their current month's status, oldest first */
+    get: operations["getBetaV1OrgByOrg_idBudgets"];
+    /**
+     * Create a monthly budget with thresholds on actual and forecast spend
+     * @description A monthly amount in one currency for the whole organization or a filter (provider, billing account, account, service, tag). 201 with the budget, evaluated at once, and its `Location`. 409 `budget_name_taken` for a name already used (case-insensitive), 409 `budget_limit_reached` past 100 budgets. Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month). Honours `Idempotency-Key`.
+     */
+    post: operations["postBetaV1OrgByOrg_idBudgets"];
+  };
+  "/beta/v1/org/{org_id}/budgets/{budget_id}": {
+    /**
+     * One budget and its current month's status: actual, forecast, percent used, thresholds and when each was crossed
+     * @description Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month).
+     */
+    get: operations["getBetaV1OrgByOrg_idBudgetsByBudget_id"];
+    /** Delete a budget and its history (the events it fired stay in the event log) */
+    delete: operations["deleteBetaV1OrgByOrg_idBudgetsByBudget_id"];
+    /**
+     * Change a budget (merge: only the fields given); evaluated again at once
+     * @description `filter: null` counts the whole organization again. Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month).
+     */
+    patch: operations["patchBetaV1OrgByOrg_idBudgetsByBudget_id"];
+  };
+  "/beta/v1/org/{org_id}/budgets/{budget_id}/history": {
+    /** The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation */
+    get: operations["getBetaV1OrgByOrg_idBudgetsByBudget_idHistory"];
+  };
   "/beta/v1/org/{org_id}/catalog-skus": {
     /** Search catalog SKUs to add to cost estimates */
     get: operations["getBetaV1OrgByOrg_idCatalog-skus"];
@@ -167,6 +194,36 @@ export interface paths {
      */
     get: operations["getBetaV1OrgByOrg_idCostsDimensionsByDimension"];
   };
+  "/beta/v1/org/{org_id}/events": {
+    /**
+     * The organization's events, newest first; filter by type and time
+     * @description The append-only log of what happened in the organization, each event written in the transaction of the change it tells of. Each has an id (the `webhook-id` of its deliveries), a type, the time it occurred, a versioned `data` document (its schema per type below: `<Type>Data`) and links to the resource in the API and the console. Paged like every list (`page`, `page_size`, `X-Pagination`, `Link`); `order=oldest_first` walks the log forward. An unknown `type`, a malformed time or `until` not after `since` is 400 `invalid_parameter`.
+     *
+     * Event types:
+     *
+     * - `anomaly.detected` (data v1, `AnomalyDetectedData`): A day of unusual spend of one account or service (the assistant's detect_spend_anomalies method), once per series and day.
+     * - `billing_sync.failed` (data v1, `BillingSyncFailedData`): A billing connection's sync failed: on the first failure, when the cause changes, when the connection turns `error` (3 in a row) and on every failed manual sync (retries with the same cause are not repeated).
+     * - `billing_sync.stale` (data v1, `BillingSyncStaleData`): An enabled billing connection has brought no new data for BILLING_STALE_DAYS days (default 3); once per episode, until new data arrives.
+     * - `billing_sync.succeeded` (data v1, `BillingSyncSucceededData`): A billing connection's sync imported new data (a new version of at least one billing period), or succeeded again after failures.
+     * - `budget.threshold_crossed` (data v1, `BudgetThresholdCrossedData`): A budget's actual or forecast spend crossed one of its thresholds this month (once per threshold per month).
+     * - `catalog.refresh_failed` (data v1, `CatalogRefreshFailedData`): The daily refresh of the public price catalog failed for some feeds (at most once a day; sent to orgs that buy or plan on those prices: see GET /events).
+     * - `commitment.expiring` (data v1, `CommitmentExpiringData`): A commitment ends in 90, 30 or 7 days (each notice once; one first seen nearer its end gets only the nearest).
+     * - `period.finalized` (data v1, `PeriodFinalizedData`): A billing period was finalized: its invoice closed and its reports frozen (their figures no longer change).
+     * - `purchase.approved` (data v1, `PurchaseApprovedData`): A purchase was approved: by a person, automatically under auto_approve_max_upfront, or because its template requires no approval.
+     * - `purchase.confirmed` (data v1, `PurchaseConfirmedData`): Every item of a purchase was bought (at the provider, or recorded in the ledger after an approval).
+     * - `purchase.dry_run` (data v1, `PurchaseDryRunData`): A dry-run purchase was priced and checked at the provider; nothing was bought.
+     * - `purchase.failed` (data v1, `PurchaseFailedData`): A purchase's items failed at the provider (`status` partially_failed when some were bought).
+     * - `purchase.pending_approval` (data v1, `PurchasePendingApprovalData`): A purchase waits for an admin's approval (links.console opens its approval page).
+     * - `purchase.rejected` (data v1, `PurchaseRejectedData`): A purchase was rejected, or its approval lapsed or was superseded (`status`: rejected or expired): nothing was bought.
+     * - `support.ticket_created` (data v1, `SupportTicketCreatedData`): A support ticket was filed.
+     * - `webhook_endpoint.disabled` (data v1, `WebhookEndpointDisabledData`): A webhook endpoint was disabled: every delivery failed for 3 days, or its receiver answered 410 Gone. Admins are always emailed.
+     */
+    get: operations["getBetaV1OrgByOrg_idEvents"];
+  };
+  "/beta/v1/org/{org_id}/events/{event_id}": {
+    /** One event of the organization (404 when it is not the organization's) */
+    get: operations["getBetaV1OrgByOrg_idEventsByEvent_id"];
+  };
   "/beta/v1/org/{org_id}": {
     /**
      * The organization of the path
@@ -194,6 +251,18 @@ export interface paths {
      * @description Takes effect on the member's next request: their OAuth tokens and API keys hold their own scopes ∩ the new role's. 409 `last_admin` when this would leave the organization without an admin. 404 for a user who is not a member of this organization.
      */
     patch: operations["patchBetaV1OrgByOrg_idMembersByUser_id"];
+  };
+  "/beta/v1/org/{org_id}/notification-preferences": {
+    /**
+     * Which events email you in this organization
+     * @description The calling person's own choice in this organization (each member has theirs; an admin cannot set another's). Needs a credential of a person: an OAuth token, or an API key created by a member (403 `user_required` for a key made by the command line). `events:read`, which every role has, is enough.
+     */
+    get: operations["getBetaV1OrgByOrg_idNotification-preferences"];
+    /**
+     * Choose which events email you in this organization
+     * @description The calling person's own choice in this organization (each member has theirs; an admin cannot set another's). Needs a credential of a person: an OAuth token, or an API key created by a member (403 `user_required` for a key made by the command line). `events:read`, which every role has, is enough. Replaces the whole list: an unknown type, a repeated one or an unknown field is 422 `validation_error`. Emails go to your account's address, one per event, from the next event on.
+     */
+    put: operations["putBetaV1OrgByOrg_idNotification-preferences"];
   };
   "/beta/v1/org/{org_id}/purchase-runs": {
     /** Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase */
@@ -266,6 +335,55 @@ export interface paths {
   "/beta/v1/org/{org_id}/support/tickets/{ticket_key}": {
     /** Read back a ticket this organization filed (its `ticket_url`) */
     get: operations["getBetaV1OrgByOrg_idSupportTicketsByTicket_key"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints": {
+    /** List the organization's webhook and Slack endpoints, oldest first (never their secrets) */
+    get: operations["getBetaV1OrgByOrg_idWebhook-endpoints"];
+    /**
+     * Add an endpoint: its signing secret is in this answer only
+     * @description Events of the chosen types are POSTed to `url`, each once per endpoint (retried until a 2xx, with the same `webhook-id`), in event order. `webhook` endpoints receive the event (`id`, `type`, `version`, `timestamp`, `org_id`, `data`, `links`) signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`); `slack` endpoints a Block Kit message. The URL must be https at a public address (checked now and at every delivery). At most 50 endpoints per organization (409 `webhook_endpoint_limit_reached`). Failures back off exponentially (with jitter, up to 1 h); 3 days of failures, or a 410 Gone, disable the endpoint (`webhook_endpoint.disabled`, emailed to admins). Needs COMMITOPS_SECRET_KEY on the server (503 `secret_key_missing`). Honours `Idempotency-Key`.
+     */
+    post: operations["postBetaV1OrgByOrg_idWebhook-endpoints"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}": {
+    /** One endpoint and its delivery state (never its secret) */
+    get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id"];
+    /** Delete an endpoint and its delivery log */
+    delete: operations["deleteBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id"];
+    /**
+     * Change an endpoint's URL, event types, description, or enable/disable it
+     * @description `enabled: true` on a disabled endpoint, or a new `url`, resets its failure state (due at once). Deliveries that failed when it was disabled stay failed: redeliver them.
+     */
+    patch: operations["patchBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/rotate-secret": {
+    /**
+     * Replace the signing secret: the new one is in this answer only
+     * @description The replaced secret keeps signing beside the new one for `overlap_hours` (default 24, at most 168): `webhook-signature` carries both signatures, space-separated, so receivers verify with either while they switch. 409 `webhook_endpoint_unsigned` for a Slack endpoint.
+     */
+    post: operations["postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idRotate-secret"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/test": {
+    /**
+     * Send a signed test message now and report what the receiver answered
+     * @description Type `webhook_endpoint.test`, webhook-id `test_…`; not an event of the log and not recorded in the delivery log.
+     */
+    post: operations["postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idTest"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries": {
+    /** The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt */
+    get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveries"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/attempts": {
+    /** Every attempt of one delivery, oldest first */
+    get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idAttempts"];
+  };
+  "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver": {
+    /**
+     * Send a delivery again (same webhook-id), in its place in the endpoint's event order
+     * @description The delivery goes back to `pending` and the endpoint is due now. 409 `webhook_endpoint_disabled` while the endpoint is disabled.
+     */
+    post: operations["postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idRedeliver"];
   };
   "/mcp": {
     /**
@@ -489,6 +607,111 @@ export interface components {
       closed_months: string[];
       /** @description The cause of the last failed sync (credentials, not_found, permission, no_export, not_focus, format, unreachable); null when the last sync succeeded. The full message: `GET /billing-connections/{id}` (connections:read) */
       last_error_cause: string | null;
+    };
+    /** @description The cost the budget counts (GET /costs filters); {} = the whole organization */
+    BudgetFilter: {
+      /** @enum {string} */
+      provider?: "aws" | "azure" | "gcp";
+      billing_account_id?: string;
+      account_id?: string;
+      service?: string;
+      tag?: {
+        key: string;
+        value: string;
+      };
+    };
+    BudgetThreshold: {
+      percent: number;
+      /** @enum {string} */
+      basis: "actual" | "forecast";
+    };
+    BudgetThresholdStatus: {
+      percent: number;
+      /** @enum {string} */
+      basis: "actual" | "forecast";
+      /** @description amount × percent / 100 */
+      threshold_amount: number;
+      /**
+       * Format: date-time
+       * @description When this month's actual or forecast reached it (it fires once per month); null: not reached
+       */
+      crossed_at: string | null;
+    };
+    BudgetStatus: {
+      /** @description YYYY-MM (UTC) */
+      month: string;
+      /** @description The amount the month was evaluated against */
+      amount: number;
+      /** @description The month's effective (amortized) cost in the budget's currency matching its filter: GET /costs's total for that month and filter */
+      actual: number;
+      /** @description Month-end forecast: the assistant's forecast_spend model (linear trend + day of week, on complete days only) for the cost the budget counts — the month's complete days + the forecast of its remaining days, never below actual; null without a complete day of history */
+      forecast: number | null;
+      /** @description amount − actual (negative: over budget) */
+      remaining: number;
+      /** @description actual ÷ amount × 100 (6 decimals) */
+      percent_used: number;
+      /** @description forecast ÷ amount × 100 (6 decimals); null without a forecast */
+      forecast_percent_used: number | null;
+      /**
+       * Format: date
+       * @description The last complete day of billing data the forecast was made on
+       */
+      last_complete_date: string | null;
+      /**
+       * Format: date-time
+       * @description When these figures were computed (after every import or sync, and daily)
+       */
+      evaluated_at: string;
+      thresholds: components["schemas"]["BudgetThresholdStatus"][];
+    };
+    Budget: {
+      /** Format: uuid */
+      id: string;
+      name: string;
+      /** @description Monthly amount */
+      amount: number;
+      /** @description ISO 4217 (FOCUS BillingCurrency): only cost billed in this currency counts */
+      currency: string;
+      filter: components["schemas"]["BudgetFilter"];
+      /** @description Actual thresholds first, then forecast ones, by percent */
+      thresholds: components["schemas"]["BudgetThreshold"][];
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description The current month as of the last evaluation; null until the budget has been evaluated this month */
+      status: components["schemas"]["BudgetStatus"] | null;
+    };
+    BudgetMonth: {
+      /** @description YYYY-MM (UTC) */
+      month: string;
+      amount: number;
+      currency: string;
+      /** @description The month's effective (amortized) cost in the budget's currency matching its filter: GET /costs's total for that month and filter */
+      actual: number;
+      /** @description Month-end forecast: the assistant's forecast_spend model (linear trend + day of week, on complete days only) for the cost the budget counts — the month's complete days + the forecast of its remaining days, never below actual; null without a complete day of history */
+      forecast: number | null;
+      /** @description actual ÷ amount × 100 (6 decimals) */
+      percent_used: number;
+      /** @description forecast ÷ amount × 100 (6 decimals); null without a forecast */
+      forecast_percent_used: number | null;
+      /** Format: date */
+      last_complete_date: string | null;
+      /**
+       * Format: date-time
+       * @description The month's last evaluation
+       */
+      evaluated_at: string;
+      /** @description Thresholds crossed that month, in the order they fired */
+      crossed: ({
+          percent: number;
+          /** @enum {string} */
+          basis: "actual" | "forecast";
+          /** @description The actual or forecast that reached it */
+          value: number;
+          /** Format: date-time */
+          crossed_at: string;
+        })[];
     };
     CatalogSku: {
       /** @description `public`, or the organization id of a custom-priced SKU */
@@ -1308,6 +1531,1204 @@ export interface components {
           effective_cost: number;
         }[];
     };
+    /** @description A day of unusual spend of one account or service (the assistant's detect_spend_anomalies method), once per series and day. */
+    AnomalyDetectedData: {
+      /** @description The series is one account's spend or one service's */
+      dimension: "account" | "service";
+      /** @description aws, azure or gcp */
+      provider: "aws" | "azure" | "gcp";
+      currency: string;
+      /** @description The account id (linked account, else billing account) or service name; null: rows without one */
+      key: string | null;
+      /** @description The account's name (account series) */
+      name: string | null;
+      /**
+       * Format: date
+       * @description The UTC day with unusual spend
+       */
+      date: string;
+      weekday: string;
+      /** @description Expected effective cost of that day (cents) */
+      expected: number;
+      /** @description Its effective cost (cents) */
+      actual: number;
+      /** @description actual − expected */
+      impact: number;
+      /** @description The series' typical daily deviation */
+      spread: number;
+      /** @description impact ÷ spread (an anomaly from ±3.5) */
+      score: number;
+      direction: "spike" | "drop";
+    };
+    /** @description A day of unusual spend of one account or service (the assistant's detect_spend_anomalies method), once per series and day. */
+    AnomalyDetectedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "anomaly.detected";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["AnomalyDetectedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A billing connection's sync failed: on the first failure, when the cause changes, when the connection turns `error` (3 in a row) and on every failed manual sync (retries with the same cause are not repeated). */
+    BillingSyncFailedData: {
+      connection: {
+        /** Format: uuid */
+        id: string;
+        name: string;
+        kind: "aws_data_exports" | "azure_cost_exports" | "gcp_bigquery_focus";
+        /** @description aws, azure or gcp */
+        provider: "aws" | "azure" | "gcp";
+      };
+      /** Format: uuid */
+      run_id: string;
+      trigger: "manual" | "schedule";
+      /**
+       * Format: date-time
+       * @description When the run started
+       */
+      started_at: string | null;
+      /** Format: date-time */
+      finished_at: string;
+      error: {
+        /** @description credentials, not_found, permission, no_export, not_focus, format, unreachable (the provider's side), internal (ours; retried) */
+        cause: "credentials" | "not_found" | "permission" | "no_export" | "not_focus" | "format" | "unreachable" | "internal";
+        /** @description What the cause means and what to do; the run's own message (GET …/runs, connections:read) names the bucket or table */
+        message: string;
+      };
+      /** @description Failed runs in a row, this one included */
+      consecutive_failures: number;
+      /** @description `error` once 3 runs in a row failed */
+      connection_status: "pending" | "ok" | "error";
+      /**
+       * Format: date-time
+       * @description When the sync is retried (with backoff)
+       */
+      next_attempt_at: string;
+      /** @description Periods imported before the failure (they are kept) */
+      periods_imported: number;
+    };
+    /** @description A billing connection's sync failed: on the first failure, when the cause changes, when the connection turns `error` (3 in a row) and on every failed manual sync (retries with the same cause are not repeated). */
+    BillingSyncFailedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "billing_sync.failed";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["BillingSyncFailedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description An enabled billing connection has brought no new data for BILLING_STALE_DAYS days (default 3); once per episode, until new data arrives. */
+    BillingSyncStaleData: {
+      connection: {
+        /** Format: uuid */
+        id: string;
+        name: string;
+        kind: "aws_data_exports" | "azure_cost_exports" | "gcp_bigquery_focus";
+        /** @description aws, azure or gcp */
+        provider: "aws" | "azure" | "gcp";
+      };
+      /**
+       * Format: date-time
+       * @description When the connection last imported a new version of a billing period; null: never
+       */
+      last_new_data_at: string | null;
+      /** @description YYYY-MM */
+      newest_month: string | null;
+      /** @description Whole days since last_new_data_at (or since the connection was created) */
+      days_without_new_data: number;
+      /** @description The threshold (BILLING_STALE_DAYS) */
+      stale_after_days: number;
+      /**
+       * Format: date-time
+       * @description Its last successful sync (which found nothing new)
+       */
+      last_synced_at: string | null;
+      connection_status: "pending" | "ok" | "error";
+      /** @description The cause of its last failure (as in billing_sync.failed), if it is failing */
+      last_error_cause: string | null;
+    };
+    /** @description An enabled billing connection has brought no new data for BILLING_STALE_DAYS days (default 3); once per episode, until new data arrives. */
+    BillingSyncStaleEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "billing_sync.stale";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["BillingSyncStaleData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A billing connection's sync imported new data (a new version of at least one billing period), or succeeded again after failures. */
+    BillingSyncSucceededData: {
+      connection: {
+        /** Format: uuid */
+        id: string;
+        name: string;
+        kind: "aws_data_exports" | "azure_cost_exports" | "gcp_bigquery_focus";
+        /** @description aws, azure or gcp */
+        provider: "aws" | "azure" | "gcp";
+      };
+      /**
+       * Format: uuid
+       * @description The run (GET /billing-connections/{id}/runs)
+       */
+      run_id: string;
+      trigger: "manual" | "schedule";
+      /**
+       * Format: date-time
+       * @description When the run started
+       */
+      started_at: string | null;
+      /** Format: date-time */
+      finished_at: string;
+      /** @description Billing periods the export holds */
+      periods_seen: number;
+      /** @description Periods whose new version was imported (each replaced in one transaction) */
+      periods_imported: number;
+      /** @description Periods already imported in this version */
+      periods_unchanged: number;
+      rows_imported: number;
+      /** @description The billing periods imported, oldest first */
+      months_imported: string[];
+      /** @description The sync succeeded after failed ones (the connection is `ok` again) */
+      recovered: boolean;
+    };
+    /** @description A billing connection's sync imported new data (a new version of at least one billing period), or succeeded again after failures. */
+    BillingSyncSucceededEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "billing_sync.succeeded";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["BillingSyncSucceededData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A budget's actual or forecast spend crossed one of its thresholds this month (once per threshold per month). */
+    BudgetThresholdCrossedData: {
+      /** Format: uuid */
+      budget_id: string;
+      budget_name: string;
+      /** @description The budget month, YYYY-MM (UTC) */
+      month: string;
+      /** @description Which figure crossed the threshold: the month-to-date actual or the month-end forecast */
+      basis: "actual" | "forecast";
+      /** @description The threshold, in percent of the amount */
+      threshold_percent: number;
+      /** @description amount × threshold_percent / 100, in cents */
+      threshold_amount: number;
+      /** @description The budget's monthly amount */
+      amount: number;
+      /** @description ISO 4217 billing currency of every amount of this document */
+      currency: string;
+      /** @description Month-to-date effective (amortized) cost matching the filter, as GET /costs shows it for the month */
+      actual: number;
+      /** @description Month-end forecast (the assistant's model on complete days), null without history to forecast from */
+      forecast: number | null;
+      /** @description actual ÷ amount × 100 (6 decimals) */
+      percent_used: number;
+      /** @description forecast ÷ amount × 100 (6 decimals) */
+      forecast_percent_used: number | null;
+      /** @description Only cost matching every field counts (the filters of GET /costs); {} = the whole organization */
+      filter: {
+        /** @description aws, azure or gcp */
+        provider?: string;
+        /** @description FOCUS BillingAccountId */
+        billing_account_id?: string;
+        /** @description The account as the cost explorer's `account` dimension: FOCUS SubAccountId, else BillingAccountId */
+        account_id?: string;
+        /** @description FOCUS ServiceName */
+        service?: string;
+        /** @description A FOCUS tag and its value */
+        tag?: {
+          key: string;
+          value: string;
+        };
+      };
+    };
+    /** @description A budget's actual or forecast spend crossed one of its thresholds this month (once per threshold per month). */
+    BudgetThresholdCrossedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "budget.threshold_crossed";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["BudgetThresholdCrossedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description The daily refresh of the public price catalog failed for some feeds (at most once a day; sent to orgs that buy or plan on those prices: see GET /events). */
+    CatalogRefreshFailedData: {
+      /**
+       * Format: date
+       * @description The UTC day of the refresh (this event is sent at most once a day)
+       */
+      day: string;
+      /** @description `partial`: some feeds were refreshed; `failed`: none */
+      status: "partial" | "failed";
+      feeds_failed: number;
+      /** @description Feeds refreshed or confirmed current */
+      feeds_refreshed: number;
+      /** @description The first 20 failures */
+      failures: ({
+          /** @description aws, azure or gcp */
+          provider: "aws" | "azure" | "gcp";
+          /** @description The price feed; null when the provider's index of feeds could not be read */
+          feed: string | null;
+          /** @description The cause in words */
+          error: string;
+        })[];
+      /**
+       * @description The failed feeds keep their previous prices; a Pricing says `stale` once they are older than PRICE_STALE_DAYS
+       * @constant
+       */
+      prices_kept: true;
+    };
+    /** @description The daily refresh of the public price catalog failed for some feeds (at most once a day; sent to orgs that buy or plan on those prices: see GET /events). */
+    CatalogRefreshFailedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "catalog.refresh_failed";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["CatalogRefreshFailedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A commitment ends in 90, 30 or 7 days (each notice once; one first seen nearer its end gets only the nearest). */
+    CommitmentExpiringData: {
+      commitment: {
+        /**
+         * Format: uuid
+         * @description GET /commitments/{id}
+         */
+        id: string;
+        /** @description aws, azure or gcp */
+        provider: "aws" | "azure" | "gcp";
+        /** @description The provider's id (ARN, reservation id, CUD name) */
+        provider_commitment_id: string;
+        name: string | null;
+        /** @description reserved_instance, compute_savings_plan, reservation, savings_plan, resource_cud, spend_cud, … */
+        commitment_type: string;
+        contract_term: string | null;
+        payment_option: string | null;
+        region: string | null;
+        instance_type: string | null;
+        holding_account_id: string | null;
+        insured: boolean;
+        /**
+         * Format: date-time
+         * @description When it started
+         */
+        starts_at: string | null;
+        /** Format: date-time */
+        ends_at: string;
+      };
+      /** @description Which notice this is: 90, 30 or 7 days before the end (each sent once; one first seen closer to its end gets only the nearest) */
+      notice_days: 90 | 30 | 7;
+      /** @description Whole days from the event to ends_at, rounded up */
+      days_left: number;
+      /** @description Resource count (RI, reservation, resource CUD) or $/hour committed (savings plan, spend CUD), 6 decimals */
+      amount: number | null;
+      /** @description What it costs per hour: recurring charge plus the upfront amortized over its term (6 decimals); null when its costs are unknown */
+      hourly_commitment: number | null;
+      /** @description hourly_commitment × 730, in cents: the monthly spend that lapses or renews */
+      monthly_commitment: number | null;
+      /** @description One-time upfront paid for the whole term, in cents */
+      upfront_cost: number | null;
+      /** @description ISO 4217 billing currency of the amounts (from its billing rows); null when none is known */
+      currency: string | null;
+    };
+    /** @description A commitment ends in 90, 30 or 7 days (each notice once; one first seen nearer its end gets only the nearest). */
+    CommitmentExpiringEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "commitment.expiring";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["CommitmentExpiringData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A billing period was finalized: its invoice closed and its reports frozen (their figures no longer change). */
+    PeriodFinalizedData: {
+      /** @description aws, azure or gcp */
+      provider: "aws" | "azure" | "gcp";
+      /** @description The billing period (invoice month), YYYY-MM */
+      period: string;
+      year: number;
+      month: number;
+      /**
+       * Format: date-time
+       * @description When its invoice was marked closed
+       */
+      closed_at: string | null;
+      /**
+       * Format: date-time
+       * @description When its reports were frozen: their figures for this month no longer change
+       */
+      finalized_at: string;
+      /** @description The report types frozen (GET /allocation-reports/{report_type}?year=&month=) */
+      reports: string[];
+    };
+    /** @description A billing period was finalized: its invoice closed and its reports frozen (their figures no longer change). */
+    PeriodFinalizedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "period.finalized";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PeriodFinalizedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A purchase was approved: by a person, automatically under auto_approve_max_upfront, or because its template requires no approval. */
+    PurchaseApprovedData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description A purchase was approved: by a person, automatically under auto_approve_max_upfront, or because its template requires no approval. */
+    PurchaseApprovedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.approved";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchaseApprovedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description Every item of a purchase was bought (at the provider, or recorded in the ledger after an approval). */
+    PurchaseConfirmedData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description Every item of a purchase was bought (at the provider, or recorded in the ledger after an approval). */
+    PurchaseConfirmedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.confirmed";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchaseConfirmedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A dry-run purchase was priced and checked at the provider; nothing was bought. */
+    PurchaseDryRunData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description A dry-run purchase was priced and checked at the provider; nothing was bought. */
+    PurchaseDryRunEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.dry_run";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchaseDryRunData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A purchase's items failed at the provider (`status` partially_failed when some were bought). */
+    PurchaseFailedData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description A purchase's items failed at the provider (`status` partially_failed when some were bought). */
+    PurchaseFailedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.failed";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchaseFailedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A purchase waits for an admin's approval (links.console opens its approval page). */
+    PurchasePendingApprovalData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description A purchase waits for an admin's approval (links.console opens its approval page). */
+    PurchasePendingApprovalEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.pending_approval";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchasePendingApprovalData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A purchase was rejected, or its approval lapsed or was superseded (`status`: rejected or expired): nothing was bought. */
+    PurchaseRejectedData: {
+      /** Format: uuid */
+      purchase_id: string;
+      /** @description The order's status this event reports: purchase.rejected carries `rejected` or `expired` (not approved in time, or superseded by a newer plan), purchase.failed `failed` or `partially_failed` (some items bought) */
+      status: "pending_approval" | "approved" | "rejected" | "expired" | "confirmed" | "partially_failed" | "failed" | "dry_run";
+      /** @description What happened, in words (as in the purchase's story) */
+      message: string;
+      /** @description aws, azure or gcp */
+      provider: string;
+      /** @description ledger, aws_purchasing, azure_purchasing or gcp_purchasing */
+      purchaser: string;
+      /** @description Checked at the provider without buying */
+      dry_run: boolean;
+      /**
+       * Format: uuid
+       * @description The commitment plan template whose schedule placed the order
+       */
+      template_id: string | null;
+      /**
+       * Format: uuid
+       * @description The commitment plan bought from
+       */
+      plan_id: string;
+      /**
+       * Format: uuid
+       * @description The auto-purchase run (GET /purchase-runs) that placed it
+       */
+      run_id: string | null;
+      /**
+       * Format: date
+       * @description The schedule's execution date (UTC)
+       */
+      execution_date: string | null;
+      item_count: number;
+      /** @description Planned upfront of all items, in `currency` (sum of the items' cents, as GET /purchases/{id} shows it) */
+      total_upfront_cost: number;
+      /** @description Planned monthly net savings of all items, in `currency` */
+      monthly_net_savings: number;
+      /** @description ISO 4217 currency of the amounts */
+      currency: string;
+      requires_approval: boolean;
+      /**
+       * Format: date-time
+       * @description When a pending approval lapses
+       */
+      approval_expires_at: string | null;
+      /** @description Who approved or rejected it (an API key or user, `auto` under auto_approve_max_upfront); null when no person decided */
+      decided_by: string | null;
+      /**
+       * Format: date-time
+       * @description When it was approved or rejected
+       */
+      decided_at: string | null;
+    };
+    /** @description A purchase was rejected, or its approval lapsed or was superseded (`status`: rejected or expired): nothing was bought. */
+    PurchaseRejectedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "purchase.rejected";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["PurchaseRejectedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A support ticket was filed. */
+    SupportTicketCreatedData: {
+      /** @description SUP-<n> */
+      ticket_key: string;
+      kind: "bug" | "feature";
+      summary: string;
+      /** @description The provider a bug report is about, if any */
+      provider: string | null;
+      filed_by: {
+        /** Format: uuid */
+        user_id: string | null;
+        credential_kind: "api_key" | "oauth";
+      };
+      /**
+       * Format: uri
+       * @description Where the filer reads the ticket back
+       */
+      ticket_url: string;
+    };
+    /** @description A support ticket was filed. */
+    SupportTicketCreatedEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "support.ticket_created";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["SupportTicketCreatedData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description A webhook endpoint was disabled: every delivery failed for 3 days, or its receiver answered 410 Gone. Admins are always emailed. */
+    WebhookEndpointDisabledData: {
+      /** Format: uuid */
+      endpoint_id: string;
+      kind: "webhook" | "slack";
+      /** @description Where the endpoint pointed: scheme and host only (a path or query may hold a token; admins see the whole URL on GET /webhook-endpoints/{id}), a Slack URL redacted */
+      url: string;
+      description: string | null;
+      /** @description `failing`: every delivery failed for 3 days; `gone`: the receiver answered 410 Gone */
+      reason: "failing" | "gone";
+      /** @description The reason, in words (the endpoint's `disabled_reason`) */
+      disabled_reason: string;
+      /** Format: date-time */
+      failing_since: string;
+      consecutive_failures: number;
+      /** @description The receiver's last answer, null when it did not answer */
+      last_status_code: number | null;
+      last_error: string | null;
+      /** @description Pending deliveries given up (status `failed`; redeliver them once the endpoint is enabled again) */
+      failed_deliveries: number;
+    };
+    /** @description A webhook endpoint was disabled: every delivery failed for 3 days, or its receiver answered 410 Gone. Admins are always emailed. */
+    WebhookEndpointDisabledEvent: {
+      /**
+       * Format: uuid
+       * @description The event's id: also the `webhook-id` of its deliveries (receivers dedupe by it)
+       */
+      id: string;
+      /** @constant */
+      type: "webhook_endpoint.disabled";
+      /**
+       * @description Version of the `data` document of this type
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description When it occurred
+       */
+      timestamp: string;
+      /** Format: uuid */
+      org_id: string;
+      data: components["schemas"]["WebhookEndpointDisabledData"];
+      links: {
+        /**
+         * Format: uri
+         * @description The API resource the event is about.
+         */
+        api: string | null;
+        /**
+         * Format: uri
+         * @description Its page in the console.
+         */
+        console: string | null;
+      };
+    };
+    /** @description An event of the organization's log: `type` says which, and which `data` document it carries. */
+    Event: components["schemas"]["AnomalyDetectedEvent"] | components["schemas"]["BillingSyncFailedEvent"] | components["schemas"]["BillingSyncStaleEvent"] | components["schemas"]["BillingSyncSucceededEvent"] | components["schemas"]["BudgetThresholdCrossedEvent"] | components["schemas"]["CatalogRefreshFailedEvent"] | components["schemas"]["CommitmentExpiringEvent"] | components["schemas"]["PeriodFinalizedEvent"] | components["schemas"]["PurchaseApprovedEvent"] | components["schemas"]["PurchaseConfirmedEvent"] | components["schemas"]["PurchaseDryRunEvent"] | components["schemas"]["PurchaseFailedEvent"] | components["schemas"]["PurchasePendingApprovalEvent"] | components["schemas"]["PurchaseRejectedEvent"] | components["schemas"]["SupportTicketCreatedEvent"] | components["schemas"]["WebhookEndpointDisabledEvent"];
     Organization: {
       /** Format: uuid */
       id: string;
@@ -1343,6 +2764,21 @@ export interface components {
        * @description When the user became a member
        */
       created_at: string;
+    };
+    NotificationPreferences: {
+      /** @description The event types that email you in this organization (GET /events lists them with their data) */
+      email_event_types: ("anomaly.detected" | "billing_sync.failed" | "billing_sync.stale" | "billing_sync.succeeded" | "budget.threshold_crossed" | "catalog.refresh_failed" | "commitment.expiring" | "period.finalized" | "purchase.approved" | "purchase.confirmed" | "purchase.dry_run" | "purchase.failed" | "purchase.pending_approval" | "purchase.rejected" | "support.ticket_created" | "webhook_endpoint.disabled")[];
+      /** @description You never chose: these are your role's defaults (admins: purchase.pending_approval, billing_sync.failed, budget.threshold_crossed, webhook_endpoint.disabled; viewers and members: none). Defaults follow your role when it changes. */
+      is_default: boolean;
+      /** @description Types emailed to you whatever you choose (admins: webhook_endpoint.disabled) */
+      always_emailed: ("anomaly.detected" | "billing_sync.failed" | "billing_sync.stale" | "billing_sync.succeeded" | "budget.threshold_crossed" | "catalog.refresh_failed" | "commitment.expiring" | "period.finalized" | "purchase.approved" | "purchase.confirmed" | "purchase.dry_run" | "purchase.failed" | "purchase.pending_approval" | "purchase.rejected" | "support.ticket_created" | "webhook_endpoint.disabled")[];
+      /** @description The service has a mail server (SMTP_URL); false: no email is sent, though your choice is kept */
+      email_enabled: boolean;
+      /**
+       * Format: date-time
+       * @description When you last chose; null for the defaults
+       */
+      updated_at: string | null;
     };
     PurchaseRun: {
       /** Format: uuid */
@@ -1600,6 +3036,139 @@ export interface components {
       };
       /** Format: date-time */
       created_at: string;
+    };
+    WebhookEndpoint: {
+      /** Format: uuid */
+      id: string;
+      /** @enum {string} */
+      kind: "webhook" | "slack";
+      /** @description The receiver's URL (a Slack URL redacted) */
+      url: string;
+      event_types: string[];
+      description: string | null;
+      enabled: boolean;
+      /** @description Why it is disabled: 3 days of failures, a 410 Gone, or an admin */
+      disabled_reason: string | null;
+      /** Format: date-time */
+      disabled_at: string | null;
+      /** @description Its messages carry webhook-signature (every `webhook` endpoint) */
+      signed: boolean;
+      /**
+       * Format: date-time
+       * @description During a rotation's overlap: until when the replaced secret still signs
+       */
+      previous_secret_expires_at: string | null;
+      /** @description Failed attempts since the last success (the endpoint waits out a backoff after each) */
+      consecutive_failures: number;
+      /**
+       * Format: date-time
+       * @description First failure since the last success; 3 days of failures disable the endpoint
+       */
+      failing_since: string | null;
+      /**
+       * Format: date-time
+       * @description While failing: when the next attempt is due
+       */
+      next_attempt_at: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    WebhookEndpointWithSecret: {
+      /** Format: uuid */
+      id: string;
+      /** @enum {string} */
+      kind: "webhook" | "slack";
+      /** @description The receiver's URL (a Slack URL redacted) */
+      url: string;
+      event_types: string[];
+      description: string | null;
+      enabled: boolean;
+      /** @description Why it is disabled: 3 days of failures, a 410 Gone, or an admin */
+      disabled_reason: string | null;
+      /** Format: date-time */
+      disabled_at: string | null;
+      /** @description Its messages carry webhook-signature (every `webhook` endpoint) */
+      signed: boolean;
+      /**
+       * Format: date-time
+       * @description During a rotation's overlap: until when the replaced secret still signs
+       */
+      previous_secret_expires_at: string | null;
+      /** @description Failed attempts since the last success (the endpoint waits out a backoff after each) */
+      consecutive_failures: number;
+      /**
+       * Format: date-time
+       * @description First failure since the last success; 3 days of failures disable the endpoint
+       */
+      failing_since: string | null;
+      /**
+       * Format: date-time
+       * @description While failing: when the next attempt is due
+       */
+      next_attempt_at: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description The signing secret (`whsec_…`, Standard Webhooks form), shown in this answer only; absent for `slack`. Verify with any Standard Webhooks library. */
+      secret?: string;
+    };
+    WebhookTestResult: {
+      /** @description The receiver answered 2xx */
+      ok: boolean;
+      /** @description The test message's webhook-id (test_…) */
+      webhook_id: string;
+      status_code: number | null;
+      latency_ms: number;
+      response_excerpt: string | null;
+      error: string | null;
+    };
+    WebhookDelivery: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      endpoint_id: string;
+      /**
+       * Format: uuid
+       * @description Also the message's webhook-id, the same on every attempt
+       */
+      event_id: string;
+      event_type: string;
+      /** Format: date-time */
+      event_occurred_at: string;
+      /**
+       * @description pending (to be sent or retried), succeeded (a 2xx), failed (given up: the endpoint was disabled)
+       * @enum {string}
+       */
+      status: "pending" | "succeeded" | "failed";
+      attempts: number;
+      /** Format: date-time */
+      last_attempt_at: string | null;
+      /** @description The receiver's last status, null when it did not answer */
+      last_status_code: number | null;
+      last_latency_ms: number | null;
+      /** @description The first 1 KB of the receiver's last answer */
+      last_response_excerpt: string | null;
+      last_error: string | null;
+      /** Format: date-time */
+      delivered_at: string | null;
+      /** @description A manual redelivery waits to be sent */
+      redelivery_requested: boolean;
+      /** Format: date-time */
+      created_at: string;
+    };
+    WebhookAttempt: {
+      attempt: number;
+      /** Format: date-time */
+      at: string;
+      status_code: number | null;
+      latency_ms: number;
+      response_excerpt: string | null;
+      error: string | null;
+      /** @description Sent by a manual redelivery */
+      manual: boolean;
     };
     ErrorBody: {
       /** @description Reason phrase */
@@ -2199,7 +3768,7 @@ export interface operations {
           /** @description What the key is for */
           name: string;
           /** @description Defaults to the caller's scopes */
-          scopes?: ("reports:read" | "templates:read" | "templates:write" | "estimates:read" | "estimates:write" | "support:write" | "assistant:read" | "connections:read" | "connections:write" | "purchases:read" | "purchases:write")[];
+          scopes?: ("reports:read" | "templates:read" | "templates:write" | "estimates:read" | "estimates:write" | "support:write" | "assistant:read" | "connections:read" | "connections:write" | "purchases:read" | "purchases:write" | "events:read" | "webhooks:write" | "budgets:read" | "budgets:write")[];
         };
       };
     };
@@ -3489,6 +5058,790 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["BillingDataFreshness"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** List the organization's budgets with their current month's status, oldest first */
+  getBetaV1OrgByOrg_idBudgets: {
+    parameters: {
+      query?: {
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["Budget"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Create a monthly budget with thresholds on actual and forecast spend
+   * @description A monthly amount in one currency for the whole organization or a filter (provider, billing account, account, service, tag). 201 with the budget, evaluated at once, and its `Location`. 409 `budget_name_taken` for a name already used (case-insensitive), 409 `budget_limit_reached` past 100 budgets. Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month). Honours `Idempotency-Key`.
+   */
+  postBetaV1OrgByOrg_idBudgets: {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        org_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Unique in the organization (case-insensitive), 1–200 characters */
+          name: string;
+          /** @description The monthly amount in `currency`, in whole cents (at most 2 decimals) */
+          amount: number;
+          /** @description three capital letters (an ISO 4217 code such as USD) */
+          currency: string;
+          /** @description The cost the budget counts: every field given must match (as GET /costs filters); {} or null = the whole organization. */
+          filter?: ({
+            /**
+             * @description Only this provider's cost (GET /costs `provider`)
+             * @enum {string}
+             */
+            provider?: "aws" | "azure" | "gcp";
+            /** @description Only this billing account's cost: FOCUS BillingAccountId (GET /costs `billing_account`) */
+            billing_account_id?: string;
+            /** @description Only this account's cost: the linked account (FOCUS SubAccountId), else the billing account (GET /costs `account`) */
+            account_id?: string;
+            /** @description Only this service's cost: FOCUS ServiceName, exact (GET /costs `service`) */
+            service?: string;
+            /** @description Only cost carrying this FOCUS tag with this value (GET /costs `tag:<key>=<value>`) */
+            tag?: {
+              /** @description Tag key */
+              key: string;
+              /** @description Tag value, exact */
+              value: string;
+            };
+          }) | null;
+          /** @description 1–10 thresholds, each percent and basis once; each fires `budget.threshold_crossed` once per month */
+          thresholds: ({
+              /** @description Percent of the amount (1–1000) */
+              percent: number;
+              /**
+               * @description `actual`: the month-to-date cost reaches it; `forecast`: the month-end forecast does
+               * @enum {string}
+               */
+              basis: "actual" | "forecast";
+            })[];
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 201 */
+      201: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotency-Replayed": components["headers"]["IdempotencyReplayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["Budget"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflict (e.g. a system-generated template, an Idempotency-Key still running) */
+      409: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * One budget and its current month's status: actual, forecast, percent used, thresholds and when each was crossed
+   * @description Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month).
+   */
+  getBetaV1OrgByOrg_idBudgetsByBudget_id: {
+    parameters: {
+      path: {
+        org_id: string;
+        budget_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["Budget"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Delete a budget and its history (the events it fired stay in the event log) */
+  deleteBetaV1OrgByOrg_idBudgetsByBudget_id: {
+    parameters: {
+      path: {
+        org_id: string;
+        budget_id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: never;
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Change a budget (merge: only the fields given); evaluated again at once
+   * @description `filter: null` counts the whole organization again. Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month).
+   */
+  patchBetaV1OrgByOrg_idBudgetsByBudget_id: {
+    parameters: {
+      path: {
+        org_id: string;
+        budget_id: string;
+      };
+    };
+    /** @description Merge: only the fields given change */
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Unique in the organization (case-insensitive), 1–200 characters */
+          name?: string;
+          /** @description The monthly amount in `currency`, in whole cents (at most 2 decimals) */
+          amount?: number;
+          /** @description three capital letters (an ISO 4217 code such as USD) */
+          currency?: string;
+          /** @description The cost the budget counts: every field given must match (as GET /costs filters); {} or null = the whole organization. */
+          filter?: ({
+            /**
+             * @description Only this provider's cost (GET /costs `provider`)
+             * @enum {string}
+             */
+            provider?: "aws" | "azure" | "gcp";
+            /** @description Only this billing account's cost: FOCUS BillingAccountId (GET /costs `billing_account`) */
+            billing_account_id?: string;
+            /** @description Only this account's cost: the linked account (FOCUS SubAccountId), else the billing account (GET /costs `account`) */
+            account_id?: string;
+            /** @description Only this service's cost: FOCUS ServiceName, exact (GET /costs `service`) */
+            service?: string;
+            /** @description Only cost carrying this FOCUS tag with this value (GET /costs `tag:<key>=<value>`) */
+            tag?: {
+              /** @description Tag key */
+              key: string;
+              /** @description Tag value, exact */
+              value: string;
+            };
+          }) | null;
+          /** @description 1–10 thresholds, each percent and basis once; each fires `budget.threshold_crossed` once per month */
+          thresholds?: ({
+              /** @description Percent of the amount (1–1000) */
+              percent: number;
+              /**
+               * @description `actual`: the month-to-date cost reaches it; `forecast`: the month-end forecast does
+               * @enum {string}
+               */
+              basis: "actual" | "forecast";
+            })[];
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["Budget"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation */
+  getBetaV1OrgByOrg_idBudgetsByBudget_idHistory: {
+    parameters: {
+      query?: {
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+        budget_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["BudgetMonth"][];
         };
       };
       /** @description Invalid query or path parameter, or malformed JSON */
@@ -6946,6 +9299,251 @@ export interface operations {
     };
   };
   /**
+   * The organization's events, newest first; filter by type and time
+   * @description The append-only log of what happened in the organization, each event written in the transaction of the change it tells of. Each has an id (the `webhook-id` of its deliveries), a type, the time it occurred, a versioned `data` document (its schema per type below: `<Type>Data`) and links to the resource in the API and the console. Paged like every list (`page`, `page_size`, `X-Pagination`, `Link`); `order=oldest_first` walks the log forward. An unknown `type`, a malformed time or `until` not after `since` is 400 `invalid_parameter`.
+   *
+   * Event types:
+   *
+   * - `anomaly.detected` (data v1, `AnomalyDetectedData`): A day of unusual spend of one account or service (the assistant's detect_spend_anomalies method), once per series and day.
+   * - `billing_sync.failed` (data v1, `BillingSyncFailedData`): A billing connection's sync failed: on the first failure, when the cause changes, when the connection turns `error` (3 in a row) and on every failed manual sync (retries with the same cause are not repeated).
+   * - `billing_sync.stale` (data v1, `BillingSyncStaleData`): An enabled billing connection has brought no new data for BILLING_STALE_DAYS days (default 3); once per episode, until new data arrives.
+   * - `billing_sync.succeeded` (data v1, `BillingSyncSucceededData`): A billing connection's sync imported new data (a new version of at least one billing period), or succeeded again after failures.
+   * - `budget.threshold_crossed` (data v1, `BudgetThresholdCrossedData`): A budget's actual or forecast spend crossed one of its thresholds this month (once per threshold per month).
+   * - `catalog.refresh_failed` (data v1, `CatalogRefreshFailedData`): The daily refresh of the public price catalog failed for some feeds (at most once a day; sent to orgs that buy or plan on those prices: see GET /events).
+   * - `commitment.expiring` (data v1, `CommitmentExpiringData`): A commitment ends in 90, 30 or 7 days (each notice once; one first seen nearer its end gets only the nearest).
+   * - `period.finalized` (data v1, `PeriodFinalizedData`): A billing period was finalized: its invoice closed and its reports frozen (their figures no longer change).
+   * - `purchase.approved` (data v1, `PurchaseApprovedData`): A purchase was approved: by a person, automatically under auto_approve_max_upfront, or because its template requires no approval.
+   * - `purchase.confirmed` (data v1, `PurchaseConfirmedData`): Every item of a purchase was bought (at the provider, or recorded in the ledger after an approval).
+   * - `purchase.dry_run` (data v1, `PurchaseDryRunData`): A dry-run purchase was priced and checked at the provider; nothing was bought.
+   * - `purchase.failed` (data v1, `PurchaseFailedData`): A purchase's items failed at the provider (`status` partially_failed when some were bought).
+   * - `purchase.pending_approval` (data v1, `PurchasePendingApprovalData`): A purchase waits for an admin's approval (links.console opens its approval page).
+   * - `purchase.rejected` (data v1, `PurchaseRejectedData`): A purchase was rejected, or its approval lapsed or was superseded (`status`: rejected or expired): nothing was bought.
+   * - `support.ticket_created` (data v1, `SupportTicketCreatedData`): A support ticket was filed.
+   * - `webhook_endpoint.disabled` (data v1, `WebhookEndpointDisabledData`): A webhook endpoint was disabled: every delivery failed for 3 days, or its receiver answered 410 Gone. Admins are always emailed.
+   */
+  getBetaV1OrgByOrg_idEvents: {
+    parameters: {
+      query?: {
+        type?: string[];
+        since?: string;
+        until?: string;
+        order?: "newest_first" | "oldest_first";
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["Event"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** One event of the organization (404 when it is not the organization's) */
+  getBetaV1OrgByOrg_idEventsByEvent_id: {
+    parameters: {
+      path: {
+        org_id: string;
+        event_id: string;
+      };
+    };
+    responses: {
+      /** @description An event of the organization's log: `type` says which, and which `data` document it carries. */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["Event"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
    * The organization of the path
    * @description With `role`, the role of the calling credential's user in this organization (null for an API key made by the CLI, which belongs to no user), and `child_orgs`, the organizations whose parent this one is (a credential is for one organization: a child's data needs a credential of that child).
    */
@@ -7455,6 +10053,243 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Member"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Which events email you in this organization
+   * @description The calling person's own choice in this organization (each member has theirs; an admin cannot set another's). Needs a credential of a person: an OAuth token, or an API key created by a member (403 `user_required` for a key made by the command line). `events:read`, which every role has, is enough.
+   */
+  "getBetaV1OrgByOrg_idNotification-preferences": {
+    parameters: {
+      path: {
+        org_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["NotificationPreferences"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Choose which events email you in this organization
+   * @description The calling person's own choice in this organization (each member has theirs; an admin cannot set another's). Needs a credential of a person: an OAuth token, or an API key created by a member (403 `user_required` for a key made by the command line). `events:read`, which every role has, is enough. Replaces the whole list: an unknown type, a repeated one or an unknown field is 422 `validation_error`. Emails go to your account's address, one per event, from the next event on.
+   */
+  "putBetaV1OrgByOrg_idNotification-preferences": {
+    parameters: {
+      path: {
+        org_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Every event type that should email you in this organization (replaces your choice; [] for none). Each type once. */
+          email_event_types: ("anomaly.detected" | "billing_sync.failed" | "billing_sync.stale" | "billing_sync.succeeded" | "budget.threshold_crossed" | "catalog.refresh_failed" | "commitment.expiring" | "period.finalized" | "purchase.approved" | "purchase.confirmed" | "purchase.dry_run" | "purchase.failed" | "purchase.pending_approval" | "purchase.rejected" | "support.ticket_created" | "webhook_endpoint.disabled")[];
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["NotificationPreferences"];
         };
       };
       /** @description Invalid query or path parameter, or malformed JSON */
@@ -9802,6 +12637,1275 @@ export interface operations {
       };
       /** @description Method not allowed */
       405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** List the organization's webhook and Slack endpoints, oldest first (never their secrets) */
+  "getBetaV1OrgByOrg_idWebhook-endpoints": {
+    parameters: {
+      query?: {
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpoint"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Add an endpoint: its signing secret is in this answer only
+   * @description Events of the chosen types are POSTed to `url`, each once per endpoint (retried until a 2xx, with the same `webhook-id`), in event order. `webhook` endpoints receive the event (`id`, `type`, `version`, `timestamp`, `org_id`, `data`, `links`) signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`); `slack` endpoints a Block Kit message. The URL must be https at a public address (checked now and at every delivery). At most 50 endpoints per organization (409 `webhook_endpoint_limit_reached`). Failures back off exponentially (with jitter, up to 1 h); 3 days of failures, or a 410 Gone, disable the endpoint (`webhook_endpoint.disabled`, emailed to admins). Needs COMMITOPS_SECRET_KEY on the server (503 `secret_key_missing`). Honours `Idempotency-Key`.
+   */
+  "postBetaV1OrgByOrg_idWebhook-endpoints": {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        org_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Where events are POSTed: an https URL at a public address (http and private addresses only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS). For `slack`, the Slack incoming-webhook URL (sealed at rest and shown redacted: it is the credential). */
+          url: string;
+          /** @description The event types delivered (GET /events lists them with their data schemas), or `*` for every type, present and future */
+          event_types: ("*" | "anomaly.detected" | "billing_sync.failed" | "billing_sync.stale" | "billing_sync.succeeded" | "budget.threshold_crossed" | "catalog.refresh_failed" | "commitment.expiring" | "period.finalized" | "purchase.approved" | "purchase.confirmed" | "purchase.dry_run" | "purchase.failed" | "purchase.pending_approval" | "purchase.rejected" | "support.ticket_created" | "webhook_endpoint.disabled")[];
+          /** @description What the endpoint is for */
+          description?: string | null;
+          /**
+           * @description Receives events (a disabled endpoint gets no new deliveries)
+           * @default true
+           */
+          enabled?: boolean;
+          /**
+           * @description `webhook`: the event as JSON, signed per Standard Webhooks; `slack`: a Block Kit message to a Slack incoming webhook (unsigned)
+           * @default webhook
+           * @enum {string}
+           */
+          kind?: "webhook" | "slack";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 201 */
+      201: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotency-Replayed": components["headers"]["IdempotencyReplayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflict (e.g. a system-generated template, an Idempotency-Key still running) */
+      409: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** One endpoint and its delivery state (never its secret) */
+  "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id": {
+    parameters: {
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpoint"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Delete an endpoint and its delivery log */
+  "deleteBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id": {
+    parameters: {
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: never;
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Change an endpoint's URL, event types, description, or enable/disable it
+   * @description `enabled: true` on a disabled endpoint, or a new `url`, resets its failure state (due at once). Deliveries that failed when it was disabled stay failed: redeliver them.
+   */
+  "patchBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id": {
+    parameters: {
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description Where events are POSTed: an https URL at a public address (http and private addresses only with CONNECTIONS_ALLOW_PRIVATE_ENDPOINTS). For `slack`, the Slack incoming-webhook URL (sealed at rest and shown redacted: it is the credential). */
+          url?: string;
+          /** @description The event types delivered (GET /events lists them with their data schemas), or `*` for every type, present and future */
+          event_types?: ("*" | "anomaly.detected" | "billing_sync.failed" | "billing_sync.stale" | "billing_sync.succeeded" | "budget.threshold_crossed" | "catalog.refresh_failed" | "commitment.expiring" | "period.finalized" | "purchase.approved" | "purchase.confirmed" | "purchase.dry_run" | "purchase.failed" | "purchase.pending_approval" | "purchase.rejected" | "support.ticket_created" | "webhook_endpoint.disabled")[];
+          /** @description What the endpoint is for */
+          description?: string | null;
+          /** @description true re-enables a disabled endpoint and resets its failure state; false stops deliveries (pending ones wait) */
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpoint"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Replace the signing secret: the new one is in this answer only
+   * @description The replaced secret keeps signing beside the new one for `overlap_hours` (default 24, at most 168): `webhook-signature` carries both signatures, space-separated, so receivers verify with either while they switch. 409 `webhook_endpoint_unsigned` for a Slack endpoint.
+   */
+  "postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idRotate-secret": {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /**
+           * @description How long the replaced secret keeps signing beside the new one (both signatures in webhook-signature), 0–168; 0 replaces it at once
+           * @default 24
+           */
+          overlap_hours?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotency-Replayed": components["headers"]["IdempotencyReplayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflict (e.g. a system-generated template, an Idempotency-Key still running) */
+      409: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Send a signed test message now and report what the receiver answered
+   * @description Type `webhook_endpoint.test`, webhook-id `test_…`; not an event of the log and not recorded in the delivery log.
+   */
+  "postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idTest": {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotency-Replayed": components["headers"]["IdempotencyReplayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookTestResult"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflict (e.g. a system-generated template, an Idempotency-Key still running) */
+      409: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt */
+  "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveries": {
+    parameters: {
+      query?: {
+        status?: "pending" | "succeeded" | "failed";
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+        endpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookDelivery"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Every attempt of one delivery, oldest first */
+  "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idAttempts": {
+    parameters: {
+      query?: {
+        page?: number;
+        page_size?: number;
+      };
+      path: {
+        org_id: string;
+        endpoint_id: string;
+        delivery_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "X-Pagination": components["headers"]["XPagination"];
+          Link: components["headers"]["Link"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookAttempt"][];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Database unavailable */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["RetryAfter"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Send a delivery again (same webhook-id), in its place in the endpoint's event order
+   * @description The delivery goes back to `pending` and the endpoint is due now. 409 `webhook_endpoint_disabled` while the endpoint is disabled.
+   */
+  "postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idRedeliver": {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        org_id: string;
+        endpoint_id: string;
+        delivery_id: string;
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotency-Replayed": components["headers"]["IdempotencyReplayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookDelivery"];
+        };
+      };
+      /** @description Invalid query or path parameter, or malformed JSON */
+      400: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing, unknown, expired or revoked credential */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Credential of another organization, or a missing scope */
+      403: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Unknown resource */
+      404: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Method not allowed */
+      405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflict (e.g. a system-generated template, an Idempotency-Key still running) */
+      409: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body failed validation */
+      422: {
         headers: {
           "RateLimit-Limit": components["headers"]["RateLimitLimit"];
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

@@ -229,3 +229,40 @@ export function Pager(props: { pagination: Pagination | null; onPage: (page: num
     </nav>
   );
 }
+
+/**
+ * A secret the API shows once (a new API key, a webhook signing secret): the value, a copy
+ * button, and a button that hides it for good. `id` prefixes the element ids (`<id>`,
+ * `<id>-title`, `<id>-value`, `<id>-copy`, `<id>-done`).
+ */
+export function SecretShownOnce(props: { id: string; title: ComponentChildren; notice: ComponentChildren; value: string; noun: string; onDone: () => void }) {
+  const [copied, setCopied] = useState<"yes" | "no" | null>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied("yes");
+    } catch {
+      setCopied("no");
+    }
+  };
+  return (
+    <section class="secret-box" id={props.id} aria-labelledby={`${props.id}-title`}>
+      <h3 id={`${props.id}-title`}>{props.title}</h3>
+      <p>{props.notice}</p>
+      <p class="secret" id={`${props.id}-value`} aria-label={`The ${props.noun}`}>
+        {props.value}
+      </p>
+      <div class="toolbar">
+        <button type="button" id={`${props.id}-copy`} onClick={copy}>
+          Copy the {props.noun}
+        </button>
+        <button type="button" class="secondary" id={`${props.id}-done`} onClick={props.onDone}>
+          I have stored it: hide the {props.noun}
+        </button>
+      </div>
+      <p role="status" class="hint">
+        {copied === "yes" ? "Copied to the clipboard." : copied === "no" ? `The browser did not allow copying: select the ${props.noun} and copy it.` : ""}
+      </p>
+    </section>
+  );
+}

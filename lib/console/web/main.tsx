@@ -15,6 +15,8 @@ import Purchases from "./pages/purchases.tsx";
 import Estimates from "./pages/estimates.tsx";
 import Connections from "./pages/connections.tsx";
 import Support from "./pages/support.tsx";
+import Budgets from "./pages/budgets.tsx";
+import Notifications from "./pages/notifications.tsx";
 import Settings from "./pages/settings.tsx";
 
 interface Section {
@@ -32,6 +34,8 @@ export const SECTIONS: Section[] = [
   { path: "/app/plans", label: "Plans", page: Plans, allowed: () => can("templates:read") },
   { path: "/app/purchases", label: "Purchases", page: Purchases, allowed: () => can("purchases:read") },
   { path: "/app/estimates", label: "Estimates", page: Estimates, allowed: () => can("estimates:read") },
+  { path: "/app/budgets", label: "Budgets", page: Budgets, allowed: () => can("budgets:read") },
+  { path: "/app/notifications", label: "Notifications", page: Notifications, allowed: () => can("events:read") },
   { path: "/app/connections", label: "Connections", page: Connections, allowed: () => can("connections:read") },
   { path: "/app/support", label: "Support", page: Support, allowed: () => can("support:write") },
   { path: "/app/settings", label: "Settings", page: Settings, allowed: () => isAdmin() },

@@ -92,6 +92,8 @@ export const webhookDeliveries = pgTable(
     lastResponseExcerpt: text("last_response_excerpt"),
     lastError: text("last_error"),
     deliveredAt: timestamp("delivered_at", { withTimezone: true }),
+    /** Set by a manual redelivery (POST …/redeliver) until its attempt is recorded (that attempt is `manual`). */
+    redeliverRequestedAt: timestamp("redeliver_requested_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

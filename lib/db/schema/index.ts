@@ -13,3 +13,6 @@ export * from "./purchasing.ts";
 export * from "./idempotency.ts";
 export * from "./console.ts";
 export * from "./events.ts";
+export * from "./eventScans.ts";
+export * from "./budgets.ts";
+export * from "./notifications.ts";

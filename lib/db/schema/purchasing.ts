@@ -111,9 +111,9 @@ export const purchaseItems = pgTable(
 );
 
 /**
- * What happened to a purchase, in order (its story in `GET /purchases/{id}`), and the outbox of
- * the purchase webhook: events with `notify` are delivered to PURCHASE_WEBHOOK_URL with retries,
- * written in the same transaction as the change they tell of.
+ * What happened to a purchase, in order (its story in `GET /purchases/{id}`), written in the same
+ * transaction as the change it tells of; the order-level ones worth telling are also events of the
+ * org's log (lib/events), which its endpoints and PURCHASE_WEBHOOK_URL receive.
  */
 export const purchaseEvents = pgTable(
   "purchase_events",
@@ -126,16 +126,9 @@ export const purchaseEvents = pgTable(
     message: text("message").notNull(),
     detail: jsonb("detail"),
     at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
+    /** Worth a person's attention (pending approval, outcomes): also an event of the org's log (lib/purchasing/events.ts). */
     notify: boolean("notify").notNull().default(false),
-    deliveredAt: timestamp("delivered_at", { withTimezone: true }),
-    deliveryAttempts: integer("delivery_attempts").notNull().default(0),
-    nextDeliveryAt: timestamp("next_delivery_at", { withTimezone: true }).notNull().defaultNow(),
-    deliveryLeaseUntil: timestamp("delivery_lease_until", { withTimezone: true }),
-    lastDeliveryError: text("last_delivery_error"),
     seq: integer("seq").generatedAlwaysAsIdentity(),
   },
-  (t) => [
-    index("purchase_events_purchase_idx").on(t.purchaseId, t.seq),
-    index("purchase_events_undelivered_idx").on(t.nextDeliveryAt).where(sql`notify AND delivered_at IS NULL`),
-  ],
+  (t) => [index("purchase_events_purchase_idx").on(t.purchaseId, t.seq)],
 );

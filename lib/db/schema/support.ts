@@ -52,27 +52,3 @@ export const supportDailyCounts = pgTable(
   },
   (t) => [primaryKey({ columns: [t.orgId, t.day] })],
 );
-
-/**
- * Transactional outbox of webhook deliveries: one row per ticket, inserted with the ticket.
- * A delivery job claims due rows (FOR UPDATE SKIP LOCKED + a lease), posts them and marks them
- * delivered, or schedules a retry with exponential backoff.
- */
-export const supportOutbox = pgTable(
-  "support_outbox",
-  {
-    id: uuid("id").primaryKey().defaultRandom(),
-    ticketId: uuid("ticket_id").notNull().references(() => supportTickets.id, { onDelete: "cascade" }),
-    attempts: integer("attempts").notNull().default(0),
-    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
-    /** Set while a deliverer holds the row; another deliverer may take it only after this. */
-    leaseUntil: timestamp("lease_until", { withTimezone: true }),
-    deliveredAt: timestamp("delivered_at", { withTimezone: true }),
-    lastError: text("last_error"),
-    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
-  },
-  (t) => [
-    uniqueIndex("support_outbox_ticket_uq").on(t.ticketId),
-    index("support_outbox_due_idx").on(t.nextAttemptAt).where(sql`delivered_at IS NULL`),
-  ],
-);

@@ -1,22 +1,8 @@
-/** Unusual daily spend per account or service (lib/billing/anomalies.ts over lib/billing/dailySpend.ts). */
+/** Unusual daily spend per account or service (lib/billing/anomalyScan.ts: lib/billing/anomalies.ts over lib/billing/dailySpend.ts). */
 import * as z from "zod";
-import { addDaysIso, ANOMALY_DEFAULTS, ANOMALY_METHOD, historyDays, lastCompleteDay, MEASURED, scoreSeries } from "../../billing/anomalies.ts";
-import { dailySpendBy, usageDataHorizons } from "../../billing/dailySpend.ts";
-import { ValidationError } from "../../errors.ts";
-import { fromCents, rate6, toCents } from "../../pricing/display.ts";
-import { cents, defineTool, isoDate, moneyText, providerEnum, totalsByCurrency, ymd } from "./common.ts";
-
-const DAY = 86_400_000;
-const DEFAULT_DAYS = 30;
-const MAX_DAYS = 366;
-const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] as const;
-
-function calendarDate(s: string, field: string): string {
-  const d = new Date(`${s}T00:00:00Z`);
-  if (Number.isNaN(d.getTime()) || ymd(d) !== s) throw new ValidationError(`${s} is not a calendar date.`, { [field]: ["a calendar date YYYY-MM-DD"] });
-  return s;
-}
-const daysBetween = (a: string, b: string) => Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / DAY);
+import { ANOMALY_DEFAULTS, ANOMALY_METHOD, MEASURED } from "../../billing/anomalies.ts";
+import { scanSpendAnomalies } from "../../billing/anomalyScan.ts";
+import { defineTool, isoDate, moneyText, providerEnum, totalsByCurrency } from "./common.ts";
 
 const anomaly = z.object({
   provider: z.string(),
@@ -32,7 +18,6 @@ const anomaly = z.object({
   score: z.number(),
   direction: z.enum(["spike", "drop"]),
 });
-type Anomaly = z.infer<typeof anomaly>;
 
 export const detectAnomaliesTool = defineTool({
   name: "detect_spend_anomalies",
@@ -66,89 +51,9 @@ export const detectAnomaliesTool = defineTool({
     anomalies: z.array(anomaly),
   },
   async run(ctx, a) {
-    const today = ymd(ctx.now);
-    const start = a.start_date ? calendarDate(a.start_date, "start_date") : null;
-    let end = a.end_date ? calendarDate(a.end_date, "end_date") : null;
-    if (end && end > today) end = today;
-    const hist = historyDays();
-    // A window that cannot be valid is refused before any billing data is read (the default end
-    // is at the latest today, so a start over MAX_DAYS back never fits).
-    if (start && daysBetween(start, end ?? today) > MAX_DAYS) throw new ValidationError(`The window may span at most ${MAX_DAYS} days.`, { start_date: [`at most ${MAX_DAYS} days before end_date`] });
-    // How far each billing account's usage data reaches (rows starting before now).
-    const probeTo = end ?? today;
-    const probeFrom = addDaysIso(start ?? addDaysIso(probeTo, -DEFAULT_DAYS), -hist);
-    const horizonsFrom = async (day: string) =>
-      (await usageDataHorizons(ctx.s.db, ctx.orgId, { from: `${day}T00:00:00Z`, to: ctx.now, provider: a.provider })).map((h) => ({
-        provider: h.provider,
-        billing_account_id: h.billing_account_id,
-        date: lastCompleteDay(h.horizon, ctx.now),
-      }));
-    let complete = await horizonsFrom(probeFrom);
-    if (!end) {
-      const latest = complete.map((c) => c.date).filter((d): d is string => d !== null).sort().pop();
-      end = latest ? addDaysIso(latest, 1) : today;
-      if (start && end <= start) end = today;
-    }
-    const from = start ?? addDaysIso(end, -DEFAULT_DAYS);
-    if (from >= today) throw new ValidationError("start_date must be before today: today is never a complete day.", { start_date: ["before today"] });
-    if (end <= from) throw new ValidationError("end_date must be after start_date.", { end_date: ["after start_date"] });
-    if (daysBetween(from, end) > MAX_DAYS) throw new ValidationError(`The window may span at most ${MAX_DAYS} days.`, { start_date: [`at most ${MAX_DAYS} days before end_date`] });
-    // The default end moved back to the data's last complete day: probe the whole history read.
-    if (addDaysIso(from, -hist) < probeFrom) complete = await horizonsFrom(addDaysIso(from, -hist));
-
-    const { points, series } = await dailySpendBy(ctx.s.db, ctx.orgId, { from: `${addDaysIso(from, -hist)}T00:00:00Z`, to: `${end}T00:00:00Z`, provider: a.provider, dimension: a.dimension });
-    const byAccount = new Map(complete.map((c) => [`${c.provider}\u0000${c.billing_account_id}`, c.date]));
-    const yesterday = addDaysIso(today, -1);
-    const bySeries = new Map<string, typeof points>();
-    const id = (p: { provider: string; currency: string; key: string | null }) => JSON.stringify([p.provider, p.currency, p.key]);
-    for (const p of points) {
-      const k = id(p);
-      const list = bySeries.get(k);
-      if (list) list.push(p);
-      else bySeries.set(k, [p]);
-    }
-
-    const found: Anomaly[] = [];
-    let scoredSeries = 0;
-    let scoredDays = 0;
-    let unscored = 0;
-    for (const s of series) {
-      const pts = bySeries.get(id(s));
-      if (!pts) continue;
-      // Complete through: the earliest last complete day among the series' billing accounts whose
-      // data reaches the window (one whose data ended earlier no longer holds it back); with none
-      // known (no usage rows), the clock alone (yesterday).
-      const known = s.billing_account_ids.map((b) => byAccount.get(`${s.provider}\u0000${b}`)).filter((d): d is string => !!d).sort();
-      const active = known.filter((d) => d >= from);
-      const through = active.length ? active[0]! : known.length ? known[known.length - 1]! : yesterday;
-      const r = scoreSeries(pts.map((p) => ({ date: p.date, value: p.effective_cost })), { from, to: end, completeThrough: through }, { minImpact: a.min_impact });
-      if (r.days.length) scoredSeries++;
-      scoredDays += r.days.length;
-      unscored += r.unscored;
-      for (const d of r.days) {
-        if (!d.anomaly) continue;
-        const actual = toCents(d.actual);
-        const expected = toCents(d.expected);
-        const impact = actual - expected;
-        if (Math.abs(impact) < toCents(a.min_impact) || impact === 0) continue;
-        const direction = impact > 0 ? "spike" : "drop";
-        if (a.direction !== "both" && a.direction !== direction) continue;
-        found.push({
-          provider: s.provider,
-          currency: s.currency,
-          key: s.key,
-          name: s.name,
-          date: d.date,
-          weekday: WEEKDAYS[new Date(`${d.date}T00:00:00Z`).getUTCDay()]!,
-          expected: fromCents(expected),
-          actual: fromCents(actual),
-          impact: fromCents(impact),
-          spread: cents(d.spread),
-          score: rate6(d.score),
-          direction,
-        });
-      }
-    }
+    const scan = await scanSpendAnomalies(ctx.s.db, ctx.orgId, ctx.now, { dimension: a.dimension, provider: a.provider, start: a.start_date, end: a.end_date, direction: a.direction, minImpact: a.min_impact });
+    const { found, complete, scoredSeries, scoredDays, unscored } = scan;
+    const { start_date: from, end_date: end } = scan.window;
     found.sort((x, y) => x.currency.localeCompare(y.currency) || Math.abs(y.impact) - Math.abs(x.impact) || x.date.localeCompare(y.date) || x.provider.localeCompare(y.provider) || (x.key ?? "").localeCompare(y.key ?? ""));
     const perCurrency = new Map<string, number>();
     const kept = found.filter((f) => {

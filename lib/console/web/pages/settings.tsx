@@ -8,7 +8,7 @@
  */
 import { useState } from "preact/hooks";
 import { get, newIdempotencyKey, send, type ApiGet } from "../api.ts";
-import { Badge, Card, Empty, ErrorNote, Field, Loaded, Page, Table, useAsync } from "../components.tsx";
+import { Badge, Card, Empty, ErrorNote, Field, Loaded, Page, SecretShownOnce, Table, useAsync } from "../components.tsx";
 import { date } from "../format.ts";
 import { SCOPES } from "../../../auth/scopes.ts";
 
@@ -22,40 +22,6 @@ interface CreatedKey {
   prefix: string;
   scopes: string[];
   api_key: string;
-}
-
-function NewKeySecret(props: { created: CreatedKey; onDone: () => void }) {
-  const [copied, setCopied] = useState<"yes" | "no" | null>(null);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(props.created.api_key);
-      setCopied("yes");
-    } catch {
-      setCopied("no");
-    }
-  };
-  return (
-    <section class="secret-box" id="new-key" aria-labelledby="new-key-title">
-      <h3 id="new-key-title">Copy the new key “{props.created.name}” now</h3>
-      <p>
-        <strong>This is the only time the key is shown.</strong> Store it in a secret manager; once you leave this page it cannot be shown again (create a new key if it is lost).
-      </p>
-      <p class="secret" id="new-key-secret" aria-label="The new API key">
-        {props.created.api_key}
-      </p>
-      <div class="toolbar">
-        <button type="button" id="new-key-copy" onClick={copy}>
-          Copy the key
-        </button>
-        <button type="button" class="secondary" id="new-key-done" onClick={props.onDone}>
-          I have stored it: hide the key
-        </button>
-      </div>
-      <p role="status" class="hint">
-        {copied === "yes" ? "Copied to the clipboard." : copied === "no" ? "The browser did not allow copying: select the key and copy it." : ""}
-      </p>
-    </section>
-  );
 }
 
 function CreateKey(props: { onCreated: (k: CreatedKey) => void }) {
@@ -165,7 +131,20 @@ function ApiKeys() {
           keys.reload();
         }}
       />
-      {created && <NewKeySecret created={created} onDone={() => setCreated(null)} />}
+      {created && (
+        <SecretShownOnce
+          id="new-key"
+          title={<>Copy the new key “{created.name}” now</>}
+          notice={
+            <>
+              <strong>This is the only time the key is shown.</strong> Store it in a secret manager; once you leave this page it cannot be shown again (create a new key if it is lost).
+            </>
+          }
+          value={created.api_key}
+          noun="key"
+          onDone={() => setCreated(null)}
+        />
+      )}
       <h3>Keys</h3>
       <div class="toolbar">
         <label class="inline-check">
