@@ -378,7 +378,7 @@ async function record(s: Services, endpoint: EndpointRow, pending: PendingDelive
             failed_deliveries: abandoned.length,
           },
           resourcePath: `/beta/v1/org/${held.orgId}/webhook-endpoints/${held.id}`,
-          consolePath: "/app/settings",
+          consolePath: `/app/notifications/endpoints/${held.id}`,
           dedupeKey: `webhook_endpoint.disabled:${held.id}:${at.toISOString()}`,
         });
       }

@@ -38,7 +38,7 @@ export async function sendTestMessage(s: Services, orgId: string, endpointId: st
     timestamp: now.toISOString(),
     org_id: orgId,
     data: { endpoint_id: endpoint.id, message: "A test message from commitops: this endpoint is reachable." },
-    links: { api: `${s.config.publicUrl}/beta/v1/org/${orgId}/webhook-endpoints/${endpoint.id}`, console: `${s.config.publicUrl}/app/settings` },
+    links: { api: `${s.config.publicUrl}/beta/v1/org/${orgId}/webhook-endpoints/${endpoint.id}`, console: `${s.config.publicUrl}/app/notifications/endpoints/${endpoint.id}` },
   };
   let target;
   try {

@@ -10,6 +10,7 @@ import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
 import { backgroundPurchasesSettled } from "../../lib/purchasing/executor.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
 import { seedWorkload, type Workload } from "../purchasing/fixtures.ts";
+import { deliverWebhooks } from "../../lib/webhooks/deliver.ts";
 
 const START = new Date("2026-06-10T12:00:00Z");
 const workload: Workload = {
@@ -37,11 +38,12 @@ describeEachDb("console: purchases", (driver) => {
   });
 
   /** An org with usage, a live AWS purchasing connection at the loopback server and a template that waits for approval: one pending purchase. */
-  async function pendingPurchase() {
+  async function pendingPurchase(beforeTick?: (api: (method: string, path: string, body?: unknown) => Promise<Response>) => Promise<void>) {
     const org = await consoleOrg(t);
     const { key } = await createApiKey(t.s.db, { orgId: org.orgId, name: "purchases check" });
     const api = (method: string, path: string, body?: unknown) =>
       fetch(`${baseUrl()}/beta/v1/org/${org.orgId}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    await beforeTick?.(api);
     await seedWorkload(t.s.db, org.orgId, workload, START, 30 * 24, 2);
     expect(
       (await api("POST", "/purchasing-connections", { name: "AWS buyer", kind: "aws_purchasing", dry_run: false, config: { region: "us-east-1", access_key_id: "AKIACONSOLETEST00001", endpoint_url: aws.url }, secrets: { secret_access_key: "console-secret" } })).status,
@@ -91,6 +93,37 @@ describeEachDb("console: purchases", (driver) => {
       await screenshot(page, `purchases-bought-${driver}`);
     } finally {
       await context.close();
+    }
+  }, 120_000);
+
+  test.skipIf(!hasChromium)("a purchase waiting for approval sends a Slack message whose button opens its approval page", async () => {
+    const base = baseUrl();
+    // A loopback server standing in for Slack's incoming webhook (it answers "ok" as Slack does).
+    const slackMessages: any[] = [];
+    const slack = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (r) => (slackMessages.push(await r.json()), new Response("ok")) });
+    try {
+      const { org, purchase } = await pendingPurchase(async (api) => {
+        const r = await api("POST", "/webhook-endpoints", { url: `http://127.0.0.1:${slack.port}/services/T000/B000/XXXX`, kind: "slack", event_types: ["purchase.pending_approval"] });
+        expect(r.status).toBe(201);
+      });
+      while ((await deliverWebhooks(t.s)).endpoints > 0);
+      expect(slackMessages).toHaveLength(1);
+      const buttons = slackMessages[0].blocks.flatMap((b: any) => (b.type === "actions" ? b.elements : b.accessory ? [b.accessory] : [])).filter((e: any) => e.type === "button");
+      const approve = buttons.find((b: any) => b.text.text === "Review and approve");
+      expect(approve.url).toBe(`${base}/app/purchases/${purchase.id}`);
+      // Opened by an admin who is not signed in yet: sign-in, then the very page, with its decision.
+      const { context, page, problems } = await newPage(browser());
+      try {
+        await signIn(page, base, org.people.admin, org.orgId, new URL(approve.url).pathname, problems);
+        expect(new URL(page.url()).pathname).toBe(`/app/purchases/${purchase.id}`);
+        await page.waitForSelector("#approve");
+        expect(await page.textContent("#purchase-status-value")).toBe("Waiting for approval");
+        await expectCleanPage(page, problems);
+      } finally {
+        await context.close();
+      }
+    } finally {
+      slack.stop(true);
     }
   }, 120_000);
 

@@ -198,7 +198,7 @@ describeEachDb("webhooks: delivery", (driver) => {
 
     const [event] = await t.s.handle.query<any>("SELECT * FROM events WHERE org_id = $1 AND type = 'webhook_endpoint.disabled'", [org.id]);
     expect(event.data).toMatchObject({ endpoint_id: failing.id, reason: "failing", url: `http://127.0.0.1:${rx.port}`, description: "ERP", last_status_code: 500, last_error: "HTTP 500", failed_deliveries: 2 });
-    expect(event.console_path).toBe("/app/settings");
+    expect(event.console_path).toBe(`/app/notifications/endpoints/${failing.id}`);
     expect(event.resource_path).toBe(`/beta/v1/org/${org.id}/webhook-endpoints/${failing.id}`);
     // In the transaction that disabled it: the watcher has its delivery; the disabled one does not.
     clock = new Date();

@@ -62,7 +62,7 @@ describeEachDb("webhooks: the events of tickets and endpoints", (driver) => {
     expect(m!.verified).toBe(true);
     expect(m!.json.data).toMatchObject({ endpoint_id: gone.id, kind: "webhook", description: "old ERP", reason: "gone", last_status_code: 410, failed_deliveries: 1 });
     expect(Value.Check(EVENT_CATALOG["webhook_endpoint.disabled"].data, m!.json.data)).toBe(true);
-    expect(m!.json.links).toEqual({ api: `http://localhost/beta/v1/org/${t.org.id}/webhook-endpoints/${gone.id}`, console: "http://localhost/app/settings" });
+    expect(m!.json.links).toEqual({ api: `http://localhost/beta/v1/org/${t.org.id}/webhook-endpoints/${gone.id}`, console: `http://localhost/app/notifications/endpoints/${gone.id}` });
     expect((await (await t.request("GET", new URL(m!.json.links.api).pathname)).json()).enabled).toBe(false);
   });
 

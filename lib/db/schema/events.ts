@@ -83,7 +83,7 @@ export const webhookDeliveries = pgTable(
     eventId: uuid("event_id").notNull().references(() => events.id, { onDelete: "cascade" }),
     eventSeq: bigint("event_seq", { mode: "number" }).notNull(),
     eventOccurredAt: timestamp("event_occurred_at", { withTimezone: true }).notNull(),
-    /** pending → succeeded | failed (given up: endpoint disabled, or too old). */
+    /** pending → succeeded | failed (given up: its endpoint was disabled after persistent failure or a 410). */
     status: text("status", { enum: ["pending", "succeeded", "failed"] }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
     lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true }),
