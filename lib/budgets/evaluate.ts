@@ -21,6 +21,7 @@ import { fromCents, rate6 } from "../pricing/display.ts";
 import type { Services } from "../services.ts";
 import { actualCents, completenessOf, monthEndForecasts, readDataEnds } from "./figures.ts";
 import { costFiltersOf, type Basis, type BudgetFilter, type Threshold } from "./model.ts";
+import { budgetLinks } from "../events/links.ts";
 
 export interface BudgetRow {
   id: string;
@@ -184,8 +185,7 @@ async function record(s: Services, b: BudgetRow, figures: MonthFigures[], comput
           type: "budget.threshold_crossed",
           occurredAt: computedAt,
           dedupeKey: `budget:${b.id}:${f.month}:${th.basis}:${th.percent}`,
-          resourcePath: `/beta/v1/org/${b.orgId}/budgets/${b.id}`,
-          consolePath: `/app/budgets/${b.id}`,
+          ...budgetLinks(b.orgId, b.id),
           data: {
             budget_id: b.id,
             budget_name: b.name,

@@ -38,3 +38,27 @@ export const catalogLinks = (orgId: string, provider: string) => ({
   resourcePath: api(orgId, `/catalog-skus?${query({ provider })}`),
   consolePath: "/app/estimates",
 });
+
+/** A purchase, and its page in the console (where an admin approves or rejects it). */
+export const purchaseLinks = (orgId: string, purchaseId: string) => ({
+  resourcePath: api(orgId, `/purchases/${purchaseId}`),
+  consolePath: `/app/purchases/${purchaseId}`,
+});
+
+/** A filed ticket, and the console's support page. */
+export const supportTicketLinks = (orgId: string, ticketKey: string) => ({
+  resourcePath: api(orgId, `/support/tickets/${ticketKey}`),
+  consolePath: "/app/support",
+});
+
+/** A budget and its page. */
+export const budgetLinks = (orgId: string, budgetId: string) => ({
+  resourcePath: api(orgId, `/budgets/${budgetId}`),
+  consolePath: `/app/budgets/${budgetId}`,
+});
+
+/** A webhook endpoint and its page (with its delivery log). */
+export const webhookEndpointLinks = (orgId: string, endpointId: string) => ({
+  resourcePath: api(orgId, `/webhook-endpoints/${endpointId}`),
+  consolePath: `/app/notifications/endpoints/${endpointId}`,
+});

@@ -27,6 +27,11 @@ function absolute(publicUrl: string, path: string | null): string | null {
   return path ? `${publicUrl.replace(/\/+$/, "")}${path.startsWith("/") ? path : `/${path}`}` : null;
 }
 
+/** An event's links, absolute. */
+export function absoluteLinks(publicUrl: string, l: { resourcePath: string | null; consolePath: string | null }): EventView["links"] {
+  return { api: absolute(publicUrl, l.resourcePath), console: absolute(publicUrl, l.consolePath) };
+}
+
 export function eventView(e: EventRow | EmittedEvent, publicUrl: string): EventView {
   return {
     id: e.id,
@@ -35,6 +40,6 @@ export function eventView(e: EventRow | EmittedEvent, publicUrl: string): EventV
     timestamp: e.occurredAt.toISOString(),
     org_id: e.orgId,
     data: e.data as Record<string, unknown>,
-    links: { api: absolute(publicUrl, e.resourcePath), console: absolute(publicUrl, e.consolePath) },
+    links: absoluteLinks(publicUrl, e),
   };
 }

@@ -12,6 +12,7 @@ import { emitEvent } from "../events/emit.ts";
 import type { EventType } from "../events/catalog.ts";
 import type { PurchaseEventData } from "../events/data/purchase.ts";
 import { sumCents } from "../pricing/display.ts";
+import { purchaseLinks } from "../events/links.ts";
 
 export interface PurchaseEventInput {
   orgId: string;
@@ -95,9 +96,7 @@ async function emitPurchaseEvent(db: DbOrTx, e: PurchaseEventInput, type: EventT
     type,
     occurredAt: e.at,
     data: data as unknown as Record<string, unknown>,
-    resourcePath: `/beta/v1/org/${e.orgId}/purchases/${p.id}`,
-    // The console's purchase page, where an admin approves or rejects it.
-    consolePath: `/app/purchases/${p.id}`,
+    ...purchaseLinks(e.orgId, p.id),
     // Each status is reached once per order.
     dedupeKey: `purchase:${p.id}:${e.event}`,
   });

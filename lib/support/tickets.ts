@@ -10,6 +10,7 @@ import type { Page, PageRequest } from "../http/paging.ts";
 
 export type { Provider } from "../providers.ts";
 import type { Provider } from "../providers.ts";
+import { supportTicketLinks } from "../events/links.ts";
 
 export interface BugReportInput {
   summary: string;
@@ -147,8 +148,7 @@ export async function fileSupportTicket(s: Services, principal: Principal, filin
       type: "support.ticket_created",
       occurredAt: now,
       data: data as unknown as Record<string, unknown>,
-      resourcePath: `/beta/v1/org/${principal.orgId}/support/tickets/${key}`,
-      consolePath: "/app/support",
+      ...supportTicketLinks(principal.orgId, key),
       dedupeKey: ticketEventKey(ticket!.id),
     });
     return ticket!;

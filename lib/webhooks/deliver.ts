@@ -31,6 +31,7 @@ import { openEndpointSecret, signingSecretsOf, type EndpointRow } from "./secret
 import { failureText, postBounded, SEND_TIMEOUT_MS, type SendResult } from "./send.ts";
 import { safeTarget } from "./target.ts";
 import { rowsOf } from "../billing/sql.ts";
+import { webhookEndpointLinks } from "../events/links.ts";
 
 /** How long a claimed endpoint stays with its worker without a renewal: far longer than one send. */
 export const LEASE_MS = 60_000;
@@ -377,8 +378,7 @@ async function record(s: Services, endpoint: EndpointRow, pending: PendingDelive
             last_error: result.error,
             failed_deliveries: abandoned.length,
           },
-          resourcePath: `/beta/v1/org/${held.orgId}/webhook-endpoints/${held.id}`,
-          consolePath: `/app/notifications/endpoints/${held.id}`,
+          ...webhookEndpointLinks(held.orgId, held.id),
           dedupeKey: `webhook_endpoint.disabled:${held.id}:${at.toISOString()}`,
         });
       }

@@ -15,6 +15,8 @@ import { USER_AGENT } from "./payload.ts";
 import { signingSecretsOf } from "./secrets.ts";
 import { failureText, postBounded, SEND_TIMEOUT_MS } from "./send.ts";
 import { signatureHeader } from "./signing.ts";
+import { webhookEndpointLinks } from "../events/links.ts";
+import { absoluteLinks } from "../events/view.ts";
 
 export const TEST_EVENT_TYPE = "webhook_endpoint.test";
 
@@ -38,7 +40,7 @@ export async function sendTestMessage(s: Services, orgId: string, endpointId: st
     timestamp: now.toISOString(),
     org_id: orgId,
     data: { endpoint_id: endpoint.id, message: "A test message from commitops: this endpoint is reachable." },
-    links: { api: `${s.config.publicUrl}/beta/v1/org/${orgId}/webhook-endpoints/${endpoint.id}`, console: `${s.config.publicUrl}/app/notifications/endpoints/${endpoint.id}` },
+    links: absoluteLinks(s.config.publicUrl, webhookEndpointLinks(orgId, endpoint.id)),
   };
   let target;
   try {
