@@ -61,6 +61,8 @@ CREATE TABLE "billing_imports" (
 	"file_name" text NOT NULL,
 	"rows_imported" integer DEFAULT 0 NOT NULL,
 	"rows_rejected" integer DEFAULT 0 NOT NULL,
+	"content_digest" text,
+	"superseded_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
@@ -875,6 +877,57 @@ CREATE TABLE "notification_preferences" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "billing_detail_summaries" (
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"billing_account_id" text NOT NULL,
+	"month" date NOT NULL,
+	"grain" text NOT NULL,
+	"currency" text NOT NULL,
+	"account_id" text,
+	"account_name" text,
+	"resource_id" text,
+	"service_category" text,
+	"service_name" text,
+	"day" date,
+	"ondemand_cost" numeric NOT NULL,
+	"commitment_cost" numeric NOT NULL,
+	"other_cost" numeric NOT NULL,
+	"total_cost" numeric NOT NULL,
+	"billed_cost" numeric NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "billing_summary_periods" (
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"billing_account_id" text NOT NULL,
+	"month" date NOT NULL,
+	"line_items" bigint NOT NULL,
+	"built_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "billing_summary_periods_org_id_month_provider_billing_account_id_pk" PRIMARY KEY("org_id","month","provider","billing_account_id")
+);
+--> statement-breakpoint
+CREATE TABLE "report_row_sets" (
+	"org_id" uuid NOT NULL,
+	"report_type" text NOT NULL,
+	"provider" text NOT NULL,
+	"month" date NOT NULL,
+	"inputs" text NOT NULL,
+	"row_count" integer NOT NULL,
+	"built_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "report_row_sets_org_id_month_provider_report_type_pk" PRIMARY KEY("org_id","month","provider","report_type")
+);
+--> statement-breakpoint
+CREATE TABLE "report_rows" (
+	"org_id" uuid NOT NULL,
+	"report_type" text NOT NULL,
+	"provider" text NOT NULL,
+	"month" date NOT NULL,
+	"seq" integer NOT NULL,
+	"row" jsonb NOT NULL,
+	CONSTRAINT "report_rows_org_id_report_type_month_provider_seq_pk" PRIMARY KEY("org_id","report_type","month","provider","seq")
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -958,6 +1011,7 @@ CREATE UNIQUE INDEX "memberships_org_user_uq" ON "memberships" USING btree ("org
 CREATE INDEX "organizations_parent_idx" ON "organizations" USING btree ("parent_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_lower_uq" ON "users" USING btree (lower("email"));--> statement-breakpoint
 CREATE INDEX "billing_cost_summaries_lookup_idx" ON "billing_cost_summaries" USING btree ("org_id","month","grain","provider","billing_account_id");--> statement-breakpoint
+CREATE INDEX "billing_imports_digest_idx" ON "billing_imports" USING btree ("org_id","content_digest") WHERE "billing_imports"."content_digest" IS NOT NULL;--> statement-breakpoint
 CREATE INDEX "billing_line_items_org_period_idx" ON "billing_line_items" USING btree ("org_id","billing_period","provider","billing_account_id");--> statement-breakpoint
 CREATE INDEX "billing_line_items_unused_idx" ON "billing_line_items" USING btree ("org_id","billing_period","commitment_discount_id") WHERE "billing_line_items"."commitment_discount_status" = 'Unused';--> statement-breakpoint
 CREATE INDEX "billing_line_items_commitment_idx" ON "billing_line_items" USING btree ("org_id","commitment_discount_id") WHERE "billing_line_items"."commitment_discount_id" IS NOT NULL;--> statement-breakpoint
@@ -1037,4 +1091,5 @@ CREATE INDEX "budgets_due_idx" ON "budgets" USING btree ("next_evaluation_at");-
 CREATE UNIQUE INDEX "email_notifications_event_user_uq" ON "email_notifications" USING btree ("event_id","user_id");--> statement-breakpoint
 CREATE INDEX "email_notifications_due_idx" ON "email_notifications" USING btree ("next_attempt_at") WHERE status = 'pending';--> statement-breakpoint
 CREATE INDEX "email_notifications_org_idx" ON "email_notifications" USING btree ("org_id","created_at");--> statement-breakpoint
-CREATE UNIQUE INDEX "notification_preferences_org_user_uq" ON "notification_preferences" USING btree ("org_id","user_id");
+CREATE UNIQUE INDEX "notification_preferences_org_user_uq" ON "notification_preferences" USING btree ("org_id","user_id");--> statement-breakpoint
+CREATE INDEX "billing_detail_summaries_lookup_idx" ON "billing_detail_summaries" USING btree ("org_id","month","grain","provider","billing_account_id");

@@ -24,3 +24,8 @@ declare module "*.bundle" {
   const path: string;
   export default path;
 }
+// The binary's zstd-compressed assets (scripts/build.ts writes them before compiling).
+declare module "*.zst" {
+  const path: string;
+  export default path;
+}

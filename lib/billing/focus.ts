@@ -1,22 +1,29 @@
 /**
  * FOCUS 1.0–1.2 cost-and-usage ingestion: a streamed CSV (optionally gzip) → billing_line_items,
- * validated and encoded row by row in JS while PostgreSQL runs one COPY of the same stream
- * (the two overlap on separate cores), inside one transaction per file that also replaces the
- * earlier rows of its periods and rebuilds their report summaries. Rows violating the spec are
+ * inside one transaction per file that also replaces the earlier rows of its periods and
+ * rebuilds their report summaries. A file on disk is parsed, validated and cast by PostgreSQL
+ * (focusStaged.ts); records, streams and files it cannot take whole are validated and encoded
+ * row by row in JS while PostgreSQL runs one COPY of them (focusRow.ts). A file whose content
+ * digest matches a still-current earlier import is not imported again. Rows violating the spec are
  * reported with their line numbers; by default one bad row rejects the whole file, with
  * `skipInvalid` the valid rows are kept. Re-importing a (provider, billing account, billing
  * period) replaces the rows imported before for it, so nothing is counted twice.
  */
-import { createReadStream } from "node:fs";
+import { createReadStream, statSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { createGunzip } from "node:zlib";
 import { pipeline, type Readable } from "node:stream";
 import type { Db, Tx } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { deriveCommitments } from "./inventory.ts";
-import { SummaryAccumulator } from "./summaryAccumulator.ts";
 import { rebuildBillingSummaries } from "./summaries.ts";
 import { memoryBudget } from "../adapters/gc.ts";
-import { openCopyIn } from "../db/copyIn.ts";
+import { copyInStreams, openCopyIn } from "../db/copyIn.ts";
+import { pgErrorCode } from "../db/errors.ts";
+import { readCsvBatches } from "./csvReader.ts";
+import { importStaged, stagedImportApplies } from "./focusStaged.ts";
+import { headerOf } from "./focusSource.ts";
+import type { DiscoveredAccount, ImportPeriod } from "./importState.ts";
 import { INSERT_COLUMNS } from "./focusRow.ts";
 import { FocusFileError, focusSource, NotFocusError, type FocusRecords } from "./focusSource.ts";
 
@@ -34,8 +41,8 @@ export interface ImportOptions {
   onProgress?: (rowsRead: number) => void;
   progressEvery?: number;
   now?: Date;
-  /** Summary groups per table added up in memory before PostgreSQL sums that table instead (default SUMMARY_GROUP_LIMIT). */
-  summaryGroupLimit?: number;
+  /** Row by row in JS even when PostgreSQL could parse the file (tests of both paths). */
+  rowByRow?: boolean;
   /** Runs in the import's transaction once the rows are in (e.g. a sync records what it imported): it commits or rolls back with them. */
   beforeCommit?: (tx: Tx, result: ImportResult) => Promise<void>;
 }
@@ -48,8 +55,15 @@ export interface RejectedRow {
 }
 
 export interface ImportResult {
+  /** This import's id; when `unchanged`, the earlier import holding the same content. */
   import_id: string | null;
   file_name: string;
+  /** The file is byte for byte one already imported, whose rows are all still current: nothing was written. */
+  unchanged: boolean;
+  /** When `unchanged`: the rows that earlier import wrote. */
+  rows_unchanged: number;
+  /** Who parsed and validated the rows: PostgreSQL (a file it could take whole) or the row-by-row path; null when unchanged. */
+  parsed_by: "postgresql" | "row_by_row" | null;
   rows_read: number;
   rows_imported: number;
   rows_rejected: number;
@@ -63,8 +77,6 @@ export interface ImportResult {
   rows_replaced: number;
   accounts_discovered: number;
   commitments_upserted: number;
-  /** Summary tables PostgreSQL added up from the stored rows (amounts too large, or more groups than SUMMARY_GROUP_LIMIT); the others were summed while streaming. */
-  summaries_summed_in_sql: ("cost" | "commitment")[];
 }
 
 /**
@@ -112,65 +124,100 @@ export function openFocusFile(path: string): AsyncIterable<Buffer> {
   };
 }
 
+/** The rows of a file as written to billing_line_items, and what the rest of the import needs of them. */
+interface LoadedRows {
+  parsedBy: "postgresql" | "row_by_row";
+  rowsRead: number;
+  imported: number;
+  rejected: number;
+  rejects: { line: number; errors: string[] }[];
+  periods: ImportPeriod[];
+  closed: { provider: string; month: string }[];
+  accounts: DiscoveredAccount[];
+  commitments: { provider: Provider; id: string }[];
+}
+
 /**
- * Imports one FOCUS CSV into the org. Memory stays flat whatever the size: rows are parsed,
- * validated and inserted batch by batch inside one transaction.
+ * Imports one FOCUS CSV (or records) into the org, row by row in JS (focusRow.ts). Memory stays
+ * flat whatever the size: rows are parsed, validated and copied batch by batch inside one
+ * transaction. Files on disk go through importFocusFile, which lets PostgreSQL parse them.
  */
 export async function importFocus(db: Db, orgId: string, input: Readable | AsyncIterable<string | Buffer> | FocusRecords, opts: ImportOptions = {}): Promise<ImportResult> {
-  const defaults = opts.defaults ?? {};
-  const fileName = opts.fileName ?? "upload.csv";
-  const progressEvery = opts.progressEvery ?? 50_000;
+  return importInTransaction(db, orgId, opts, null, (tx, importId) => loadRowByRow(tx, orgId, importId, input, opts));
+}
 
+/** The row-by-row load: parse, validate and encode in JS, one COPY of the valid rows. */
+async function loadRowByRow(tx: Tx, orgId: string, importId: string, input: Readable | AsyncIterable<string | Buffer> | FocusRecords, opts: ImportOptions): Promise<LoadedRows> {
+  const progressEvery = opts.progressEvery ?? 50_000;
+  let rowsRead = 0;
+  let imported = 0;
+  let rejected = 0;
+  const rejects: { line: number; errors: string[] }[] = [];
+  const sink = openCopyIn(tx, `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`);
+  const withinMemoryBudget = memoryBudget(IMPORT_MEMORY_BUDGET);
+  let nextProgress = progressEvery;
+  const source = focusSource(input as AsyncIterable<string | Uint8Array> | FocusRecords, { defaults: opts.defaults ?? {}, orgId, importId, skipInvalid: !!opts.skipInvalid });
+  try {
+    for await (const outcome of source.outcomes()) {
+      rowsRead += outcome.rowsRead;
+      imported += outcome.imported;
+      if (opts.onProgress && rowsRead >= nextProgress) {
+        opts.onProgress(rowsRead);
+        nextProgress = (Math.floor(rowsRead / progressEvery) + 1) * progressEvery;
+      }
+      for (const r of outcome.rejects) {
+        rejected++;
+        if (rejects.length < 1000) rejects.push({ line: r.line, errors: r.errors });
+        await opts.onReject?.(r);
+      }
+      // Once a row is rejected without skipInvalid nothing will be kept: stop writing, keep validating.
+      if (outcome.lines.length && (rejected === 0 || opts.skipInvalid)) {
+        await sink.write(outcome.lines);
+        // The heap holds little (one batch, caches) but the garbage of 100k rows accumulates
+        // between the collector's own runs.
+        withinMemoryBudget();
+      }
+    }
+    if (!source.state) throw new FocusFileError("The file is empty (no header row).");
+    if (rejected > 0 && !opts.skipInvalid) throw new FocusImportRejected(rejected, rejects);
+    await sink.end();
+  } catch (e) {
+    await sink.abort(e);
+    throw e;
+  }
+  opts.onProgress?.(rowsRead);
+  const state = source.state;
+  return { parsedBy: "row_by_row", rowsRead, imported, rejected, rejects, periods: state.periodList(), closed: state.closedPeriodList(), accounts: state.accountList(), commitments: state.commitmentList() };
+}
+
+/**
+ * One import in one transaction: the org's import lock, its billing_imports row, the rows
+ * (`load`), then the replace of earlier imports' periods, the periods' states, the accounts and
+ * commitments found, the summaries and the planner statistics. With a content digest, a file
+ * whose earlier import with the same digest is still current is not imported again.
+ */
+async function importInTransaction(db: Db, orgId: string, opts: ImportOptions, digest: string | null, load: (tx: Tx, importId: string) => Promise<LoadedRows>): Promise<ImportResult> {
+  const fileName = opts.fileName ?? "upload.csv";
   return db.transaction(async (tx) => {
     // The file's one COPY lasts as long as the file (minutes at 10 M rows), and an import may wait
     // for another of the same org: the sessions' statement timeout does not apply to imports.
     await queryRows(tx, `SET LOCAL statement_timeout = 0`);
+    // The summaries' grouping sets and the tracking's distinct values hash in memory instead of spilling to disk.
+    await queryRows(tx, `SET LOCAL work_mem = '64MB'`);
     // One import per org at a time: the replace-by-period step must see earlier imports committed.
     await queryRows(tx, `SELECT pg_advisory_xact_lock(hashtext('commitops:focus-import:' || $1::text))`, [orgId]);
-    const [imp] = await queryRows<{ id: string }>(tx, `INSERT INTO billing_imports (org_id, file_name) VALUES ($1::uuid, $2) RETURNING id`, [orgId, fileName]);
-    const importId = imp!.id;
-
-    let rowsRead = 0;
-    let imported = 0;
-    let rejected = 0;
-    const rejects: { line: number; errors: string[] }[] = [];
-    const sink = openCopyIn(tx, `COPY billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")}) FROM STDIN`);
-    const withinMemoryBudget = memoryBudget(IMPORT_MEMORY_BUDGET);
-    let nextProgress = progressEvery;
-    const source = focusSource(input as AsyncIterable<string | Uint8Array> | FocusRecords, { defaults, orgId, importId, skipInvalid: !!opts.skipInvalid, summaryGroupLimit: opts.summaryGroupLimit });
-    try {
-      for await (const outcome of source.outcomes()) {
-        rowsRead += outcome.rowsRead;
-        imported += outcome.imported;
-        if (opts.onProgress && rowsRead >= nextProgress) {
-          opts.onProgress(rowsRead);
-          nextProgress = (Math.floor(rowsRead / progressEvery) + 1) * progressEvery;
-        }
-        for (const r of outcome.rejects) {
-          rejected++;
-          if (rejects.length < 1000) rejects.push({ line: r.line, errors: r.errors });
-          await opts.onReject?.(r);
-        }
-        // Once a row is rejected without skipInvalid nothing will be kept: stop writing, keep validating.
-        if (outcome.lines.length && (rejected === 0 || opts.skipInvalid)) {
-          await sink.write(outcome.lines);
-          // The heap holds little (one batch, caches, summary groups) but the garbage of 100k
-          // rows accumulates between the collector's own runs.
-          withinMemoryBudget();
-        }
-      }
-      if (!source.state) throw new FocusFileError("The file is empty (no header row).");
-      if (rejected > 0 && !opts.skipInvalid) throw new FocusImportRejected(rejected, rejects);
-      await sink.end();
-    } catch (e) {
-      await sink.abort(e);
-      throw e;
+    if (digest) {
+      const same = await currentImportOf(tx, orgId, digest);
+      if (same) return unchangedResult(fileName, same);
     }
-    opts.onProgress?.(rowsRead);
-    const state = source.state;
+    const [imp] = await queryRows<{ id: string }>(tx, `INSERT INTO billing_imports (org_id, file_name, content_digest) VALUES ($1::uuid, $2, $3) RETURNING id`, [orgId, fileName, digest]);
+    const importId = imp!.id;
+    const rows = await load(tx, importId);
+    const { imported, rejected } = rows;
 
-    // Replace what earlier imports loaded for the same (provider, billing account, month).
-    const periodList = state.periodList();
+    // Replace what earlier imports loaded for the same (provider, billing account, month); an
+    // import that lost rows so is no longer current (its digest no longer stands for the data).
+    const periodList = rows.periods;
     let replaced = 0;
     if (periodList.length) {
       const del = await queryRows<{ n: string }>(
@@ -179,8 +226,10 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
            DELETE FROM billing_line_items li USING json_to_recordset($2::json) AS p(provider text, billing_account_id text, month date)
            WHERE li.org_id = $1::uuid AND li.provider = p.provider AND li.billing_account_id = p.billing_account_id
              AND li.billing_period = p.month AND li.import_id IS DISTINCT FROM $3::uuid
-           RETURNING 1)
-         SELECT count(*) AS n FROM d`,
+           RETURNING li.import_id),
+         per_import AS (SELECT import_id, count(*) AS n FROM d GROUP BY import_id),
+         superseded AS (UPDATE billing_imports SET superseded_at = now() WHERE id IN (SELECT import_id FROM per_import) AND superseded_at IS NULL RETURNING 1)
+         SELECT COALESCE(sum(n), 0) AS n, (SELECT count(*) FROM superseded) AS imports FROM per_import`,
         [orgId, JSON.stringify(periodList), importId],
       );
       replaced = Number(del[0]?.n ?? 0);
@@ -192,7 +241,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
         [orgId, JSON.stringify(periodList)],
       );
     }
-    const closed = state.closedPeriodList();
+    const closed = rows.closed;
     if (closed.length) {
       await queryRows(
         tx,
@@ -202,7 +251,7 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
         [orgId, JSON.stringify(closed), (opts.now ?? new Date()).toISOString()],
       );
     }
-    const accountList = state.accountList();
+    const accountList = rows.accounts;
     if (accountList.length) {
       await queryRows(
         tx,
@@ -216,40 +265,133 @@ export async function importFocus(db: Db, orgId: string, input: Readable | Async
         [orgId, JSON.stringify(accountList)],
       );
     }
-    const commitmentList = state.commitmentList();
-    const commitmentsUpserted = commitmentList.length ? await deriveCommitments(tx, orgId, commitmentList) : 0;
-    const summaries = state.summaries;
-    const inSql = { cost: !summaries.exact || summaries.costInSql, commitment: !summaries.exact || summaries.commitmentInSql };
-    if (summaries.exact) await summaries.write(tx, orgId, periodList);
-    // Amounts past 15 integer digits, or more groups than memory allows (commitments × days ×
-    // 10,000 accounts): PostgreSQL sums those tables from the rows just written.
-    if (inSql.cost || inSql.commitment) await rebuildBillingSummaries(tx, orgId, periodList, inSql);
+    const commitmentsUpserted = rows.commitments.length ? await deriveCommitments(tx, orgId, rows.commitments) : 0;
+    // PostgreSQL sums the periods' summaries from the rows just written (exact numeric, one pass per table).
+    await rebuildBillingSummaries(tx, orgId, periodList);
     await queryRows(tx, `UPDATE billing_imports SET rows_imported = $2, rows_rejected = $3 WHERE id = $1::uuid`, [importId, imported, rejected]);
     // Statistics of what was written, committed with it: a planner that believes the month is
     // empty picks nested loops that re-read it per account (minutes instead of seconds).
-    if (imported || replaced) {
-      for (const target of [`billing_line_items (${ANALYZED_COLUMNS.join(", ")})`, "billing_cost_summaries", "commitment_usage_summaries"]) await queryRows(tx, `ANALYZE ${target}`);
-    }
+    // (The summary tables' statistics are the rebuild's: lib/reports/rowCache.ts, analyzeSummaries.)
+    if (imported || replaced) await queryRows(tx, `ANALYZE billing_line_items (${ANALYZED_COLUMNS.join(", ")})`);
     const result: ImportResult = {
       import_id: importId,
       file_name: fileName,
-      rows_read: rowsRead,
+      unchanged: false,
+      rows_unchanged: 0,
+      parsed_by: rows.parsedBy,
+      rows_read: rows.rowsRead,
       rows_imported: imported,
       rows_rejected: rejected,
-      rejects,
+      rejects: rows.rejects,
       periods: periodList,
       periods_closed: closed as { provider: Provider; month: string }[],
       rows_replaced: replaced,
       accounts_discovered: accountList.length,
       commitments_upserted: commitmentsUpserted,
-      summaries_summed_in_sql: periodList.length ? (["cost", "commitment"] as const).filter((t) => inSql[t]) : [],
     };
     await opts.beforeCommit?.(tx, result);
     return result;
   });
 }
 
-/** importFocus on a file path (`.csv` or `.csv.gz`). */
-export function importFocusFile(db: Db, orgId: string, path: string, opts: ImportOptions = {}): Promise<ImportResult> {
-  return importFocus(db, orgId, openFocusFile(path), { fileName: path.split(/[\\/]/).pop(), ...opts });
+/** The org's import of this content digest, when every row it wrote is still there (no later import replaced one of its periods). */
+async function currentImportOf(tx: Tx, orgId: string, digest: string): Promise<{ id: string; rows_imported: number; rows_rejected: number } | null> {
+  const [row] = await queryRows<{ id: string; rows_imported: number; rows_rejected: number }>(
+    tx,
+    `SELECT id, rows_imported, rows_rejected FROM billing_imports
+     WHERE org_id = $1::uuid AND content_digest = $2 AND superseded_at IS NULL ORDER BY created_at DESC LIMIT 1`,
+    [orgId, digest],
+  );
+  return row ?? null;
+}
+
+function unchangedResult(fileName: string, same: { id: string; rows_imported: number }): ImportResult {
+  return {
+    import_id: same.id,
+    file_name: fileName,
+    unchanged: true,
+    rows_unchanged: same.rows_imported,
+    parsed_by: null,
+    rows_read: 0,
+    rows_imported: 0,
+    rows_rejected: 0,
+    rejects: [],
+    periods: [],
+    periods_closed: [],
+    rows_replaced: 0,
+    accounts_discovered: 0,
+    commitments_upserted: 0,
+  };
+}
+
+/**
+ * importFocus on a file path (`.csv` or `.csv.gz`). The file's digest (with the options that
+ * shape its rows) is taken first: the same content already imported and still current costs one
+ * read of the file. On PostgreSQL the bytes then go to the server as they are; a file it cannot
+ * take whole is imported row by row instead, in the same transaction.
+ */
+export async function importFocusFile(db: Db, orgId: string, path: string, opts: ImportOptions = {}): Promise<ImportResult> {
+  const o: ImportOptions = { fileName: path.split(/[\\/]/).pop(), ...opts };
+  // A pipe or a device is read once, as it comes: no digest, no second reading.
+  if (!statSync(path).isFile()) return importFocus(db, orgId, openFocusFile(path), o);
+  const digest = await contentDigest(path, o);
+  return importInTransaction(db, orgId, o, digest, async (tx, importId) => {
+    const header = o.rowByRow || !copyInStreams(tx) ? null : await headerOfFile(path, o.defaults ?? {});
+    if (header && stagedImportApplies(header)) {
+      try {
+        // A savepoint of the driver's own: postgres.js fails the whole transaction on any failed statement outside one.
+        const staged = await tx.transaction((sp) => importStaged(sp, orgId, importId, header, o.defaults ?? {}, withProgress(openFocusFile(path), o)));
+        o.onProgress?.(staged.rowsRead);
+        return { parsedBy: "postgresql", rowsRead: staged.rowsRead, imported: staged.rowsRead, rejected: 0, rejects: [], periods: staged.periods, closed: staged.closedPeriods, accounts: staged.accounts, commitments: staged.commitments };
+      } catch (e) {
+        // A row the JS rules reject or read otherwise, or CSV PostgreSQL reads otherwise: row by row, with each reject's line.
+        if (!isDataException(e)) throw e;
+      }
+    }
+    return loadRowByRow(tx, orgId, importId, openFocusFile(path), o);
+  });
+}
+
+/** SQLSTATE class 22 (a value PostgreSQL could not take) or a NOT NULL violation: the staged path's signal to go row by row. */
+function isDataException(e: unknown): boolean {
+  const code = pgErrorCode(e);
+  return code !== undefined && (code.startsWith("22") || code === "23502");
+}
+
+/** SHA-256 of the options that shape the rows and of the file's bytes as stored. */
+async function contentDigest(path: string, o: ImportOptions): Promise<string> {
+  const hash = createHash("sha256");
+  const defaults = Object.entries(o.defaults ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  hash.update(JSON.stringify({ format: "focus-csv/1", defaults, skipInvalid: !!o.skipInvalid }));
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/** The file's canonical header, or null when the row path should say what is wrong with it. */
+async function headerOfFile(path: string, defaults: Record<string, string>): Promise<string[] | null> {
+  for await (const batch of readCsvBatches(openFocusFile(path))) {
+    try {
+      return headerOf(batch.records[0]!, defaults);
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The bytes, with onProgress told about every `progressEvery` lines on the way (lines, not records: close enough for a progress line). */
+async function* withProgress(bytes: AsyncIterable<Buffer>, o: ImportOptions): AsyncGenerator<Buffer> {
+  const every = o.progressEvery ?? 50_000;
+  let lines = -1;
+  let next = every;
+  for await (const chunk of bytes) {
+    if (o.onProgress) {
+      for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
+      if (lines >= next) {
+        o.onProgress(lines);
+        next = (Math.floor(lines / every) + 1) * every;
+      }
+    }
+    yield chunk;
+  }
 }

@@ -1,16 +1,15 @@
 /**
  * One FOCUS row: validated against the spec and encoded as a COPY text line of
- * billing_line_items, with what the import tracks about it (periods, accounts, commitments, the
- * report summaries' inputs). This runs for every row of every import (tens of millions a
- * month), so the per-row path allocates little: positions are resolved once per file (Layout),
+ * billing_line_items, with what the import tracks about it (periods, accounts, commitments).
+ * This is the row-by-row path (records from Parquet or a query, files PostgreSQL cannot read as
+ * they are, and the embedded database; focusStaged.ts takes the rest), so the per-row path allocates little: positions are resolved once per file (Layout),
  * the COPY line is one native join, and cells are escaped only where the reader saw a character
  * COPY treats specially.
  */
 import type { Provider } from "./sql.ts";
-import type { SummaryInput } from "./summaryAccumulator.ts";
 import { detach } from "./csvReader.ts";
 
-type Kind = "text" | "num" | "ts" | "json";
+export type Kind = "text" | "num" | "ts" | "json";
 
 /** FOCUS column → billing_line_items column. Everything else goes to `extra`. */
 const COLUMNS: Record<string, { col: string; kind: Kind }> = {
@@ -56,13 +55,13 @@ const SPECIAL = ["ProviderName", "BillingPeriodStart", "BillingPeriodEnd", "Bill
 export const CANONICAL = new Map([...Object.keys(COLUMNS), ...SPECIAL].map((c) => [c.toLowerCase(), c]));
 
 /** Mandatory, non-nullable in FOCUS 1.0–1.2: a NULL here (when the column is in the file) is a violation. */
-const NOT_NULL = ["BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ProviderName"];
+export const NOT_NULL = ["BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ProviderName"];
 /** Without these (and no default) a file cannot be imported at all. */
 export const REQUIRED_HEADERS = ["ProviderName", "BillingAccountId", "BillingPeriodStart", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "BilledCost", "EffectiveCost"];
 
-const CHARGE_CATEGORIES = ["Usage", "Purchase", "Tax", "Credit", "Adjustment"];
-const FREQUENCIES = ["One-Time", "Recurring", "Usage-Based"];
-const PRICING = ["Standard", "Dynamic", "Committed", "Other"];
+export const CHARGE_CATEGORIES = ["Usage", "Purchase", "Tax", "Credit", "Adjustment"];
+export const FREQUENCIES = ["One-Time", "Recurring", "Usage-Based"];
+export const PRICING = ["Standard", "Dynamic", "Committed", "Other"];
 /** The canonical spelling of an enumerated value, matched case-insensitively (exact spellings first: the common case). */
 function canonical(values: string[]): (v: string) => string | undefined {
   const exact = new Map(values.map((x) => [x, x]));
@@ -75,7 +74,7 @@ const pricingCategoryOf = canonical(PRICING);
 const commitmentCategoryOf = canonical(["Spend", "Usage"]);
 const commitmentStatusOf = canonical(["Used", "Unused"]);
 
-const PROVIDER_NAMES = new Map<string, Provider>(Object.entries({
+export const PROVIDER_NAMES = new Map<string, Provider>(Object.entries({
   aws: "aws",
   amazon: "aws",
   "amazon web services": "aws",
@@ -106,7 +105,7 @@ export function parseFocusTimestamp(v: string): Date | null {
 
 /** parseFocusTimestamp as ISO 8601 UTC, memoized: billing exports repeat the same few thousand timestamps. */
 const tsCache = new Map<string, string | null>();
-function isoTimestamp(v: string): string | null {
+export function isoTimestamp(v: string): string | null {
   let r = tsCache.get(v);
   if (r !== undefined) return r;
   r = parseFocusTimestamp(v)?.toISOString() ?? null;
@@ -115,10 +114,11 @@ function isoTimestamp(v: string): string | null {
   return r;
 }
 
-const isNull = (v: string | undefined) => v === undefined || v === "" || (v.length === 4 && v.toLowerCase() === "null");
-const COLUMN_LIST = Object.entries(COLUMNS);
+export const isNull = (v: string | undefined) => v === undefined || v === "" || (v.length === 4 && v.toLowerCase() === "null");
+/** [FOCUS column, its billing_line_items column and kind], in INSERT_COLUMNS order after the lead. */
+export const COLUMN_LIST = Object.entries(COLUMNS);
 /** Null per FOCUS exports: empty, the literal NULL (any case) or only blanks. */
-function nullable(v: string | undefined): string | null {
+export function nullable(v: string | undefined): string | null {
   if (v === undefined || v === "") return null;
   if (v.length !== 4 && v.charCodeAt(0) > 32 && v.charCodeAt(v.length - 1) > 32) return v;
   if (isNull(v)) return null;
@@ -153,8 +153,6 @@ export interface EncodedRow {
   billingPeriodClosed: boolean;
   /** The row carries an InvoiceId (the charge is invoiced); null when the file has no InvoiceId column. */
   invoiced: boolean | null;
-  /** What the report summaries add up. */
-  summary: SummaryInput;
 }
 
 export interface RowErrors {
@@ -253,7 +251,7 @@ function copyCell(v: string | null): string {
 }
 
 /** ProviderName as written (a file spells it one or two ways) → provider. */
-const providerOf = memo(1000, (v): Provider | undefined => PROVIDER_NAMES.get(v.trim().toLowerCase()));
+export const providerOf = memo(1000, (v): Provider | undefined => PROVIDER_NAMES.get(v.trim().toLowerCase()));
 
 const special = (fields: string[], [i, d]: [number, string | undefined]) => nullable(i >= 0 ? fields[i] : d);
 
@@ -405,23 +403,5 @@ export function encodeFocusRow(fields: string[], layout: Layout, plain: boolean)
     commitmentId,
     billingPeriodClosed: periodStatus !== null && periodStatus.toLowerCase() === "closed",
     invoiced: layout.invoiceAt < 0 ? null : !isNull(fields[layout.invoiceAt]),
-    summary: {
-      provider: provider!,
-      billingAccountId,
-      month,
-      currency: values[C.billing_currency!]!,
-      accountId,
-      accountName,
-      serviceCategory: values[C.service_category!]!,
-      serviceName: values[C.service_name!]!,
-      chargeStart: values[C.charge_period_start!]!,
-      chargeCategory: values[C.charge_category!]!,
-      commitmentId,
-      commitmentStatus: values[C.commitment_discount_status!]!,
-      effectiveCost: values[C.effective_cost!]!,
-      billedCost: values[C.billed_cost!]!,
-      listCost: values[C.list_cost!]!,
-      contractedCost: values[C.contracted_cost!]!,
-    },
   };
 }

@@ -24,7 +24,6 @@ interface SourceOptions {
   orgId: string;
   importId: string;
   skipInvalid: boolean;
-  summaryGroupLimit?: number;
 }
 
 function csvError(e: unknown): unknown {
@@ -66,7 +65,7 @@ export function focusSource(input: AsyncIterable<string | Uint8Array> | FocusRec
         let from = 0;
         if (!source.state) {
           source.header = headerOf(batch.records[0]!, o.defaults);
-          source.state = new FocusImportState(source.header, layoutOf(source.header, o.defaults, o), o.summaryGroupLimit);
+          source.state = new FocusImportState(source.header, layoutOf(source.header, o.defaults, o));
           from = 1;
         }
         yield source.state.addBatch(batch, from, o.skipInvalid);

@@ -1,13 +1,12 @@
 /**
  * What one FOCUS import learns from its rows, batch by batch: the COPY text of the valid rows,
  * the rejected rows, and what is written after the COPY (the periods it replaces, the accounts
- * and commitments it discovers, the report summaries).
+ * and commitments it discovers).
  */
 import type { Provider } from "./sql.ts";
 import type { CsvBatch } from "./csvReader.ts";
 import { detach } from "./csvReader.ts";
 import { encodeFocusRow, type EncodedRow, type Layout } from "./focusRow.ts";
-import { SummaryAccumulator } from "./summaryAccumulator.ts";
 
 export interface ImportPeriod {
   provider: Provider;
@@ -48,14 +47,11 @@ export class FocusImportState {
   private readonly invoicedPeriods = new Map<string, boolean>();
   private readonly accounts = new Map<string, DiscoveredAccount>();
   private readonly commitmentIds = new Set<string>();
-  readonly summaries: SummaryAccumulator;
   private rejected = 0;
   /** The previous valid row. */
   private last: EncodedRow | null = null;
 
-  constructor(private readonly header: string[], private readonly layout: Layout, summaryGroupLimit?: number) {
-    this.summaries = new SummaryAccumulator(summaryGroupLimit);
-  }
+  constructor(private readonly header: string[], private readonly layout: Layout) {}
 
   /**
    * Validates and encodes the records of one batch from record `from`. Without `skipInvalid`,
@@ -108,10 +104,7 @@ export class FocusImportState {
         if (!this.commitmentIds.has(ckey)) this.commitmentIds.add(detach(ckey));
       }
       imported++;
-      if (skipInvalid || this.rejected === 0) {
-        this.summaries.add(m.summary);
-        out.push(m.line);
-      }
+      if (skipInvalid || this.rejected === 0) out.push(m.line);
     }
     return { lines: out, rowsRead: records.length - from, imported, rejects };
   }

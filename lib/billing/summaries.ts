@@ -1,14 +1,15 @@
 /**
- * The reports' aggregates (billing_cost_summaries, commitment_usage_summaries) rebuilt from the
- * stored rows in SQL: one pass per table with GROUPING SETS, exact numeric sums. The import adds
- * them up itself as rows stream past (summaryAccumulator.ts); this is its fallback for amounts
- * too large to add exactly in JS, the reference the tests compare it with, and the repair path
- * for rows written by other means. Report requests read these small tables
- * (lib/reports/catalog.ts) instead of re-aggregating the month's raw rows.
+ * The reports' aggregates rebuilt from the stored rows in SQL, in the import's transaction: one
+ * pass with GROUPING SETS writes billing_cost_summaries, the detail grains
+ * (billing_detail_summaries: per resource, per day and account or service) and the mark of the
+ * period (billing_summary_periods); another commitment_usage_summaries; exact numeric sums. Then
+ * a large month's report rows are stored ahead (lib/reports/rowCache.ts). Report requests and
+ * the assistant's daily spend read these small tables instead of the month's raw rows.
  */
 import type { DbOrTx } from "../db/index.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { SQLX } from "./queries.ts";
+import { dropReportRows, storeReportRows } from "../reports/rowCache.ts";
 
 /** The unit an import replaces: one billing account's month of one provider. */
 export interface BillingPeriodKey {
@@ -29,16 +30,24 @@ export interface SummaryTables {
 
 const tablesOf = (t: SummaryTables) => [...(t.cost !== false ? ["billing_cost_summaries"] : []), ...(t.commitment !== false ? ["commitment_usage_summaries"] : [])];
 
-/** Deletes the summaries of `periods` (before they are written again). */
+/**
+ * Deletes the summaries of `periods` (before they are written again). With the cost summaries go
+ * their detail grains and the mark that the period has them; any change of a period drops the
+ * report rows stored ahead for its month (lib/reports/rowCache.ts).
+ */
 export async function deleteSummaries(tx: DbOrTx, orgId: string, periods: BillingPeriodKey[], tables: SummaryTables = {}): Promise<void> {
-  for (const table of tablesOf(tables)) {
+  if (!periods.length) return;
+  const params = [orgId, JSON.stringify(periods)];
+  const detail = tables.cost !== false ? ["billing_detail_summaries", "billing_summary_periods"] : [];
+  for (const table of [...tablesOf(tables), ...detail]) {
     await queryRows(
       tx,
       `WITH ${PERIODS} DELETE FROM ${table} s USING p
        WHERE s.org_id = $1::uuid AND s.provider = p.provider AND s.billing_account_id = p.billing_account_id AND s.month = p.month`,
-      [orgId, JSON.stringify(periods)],
+      params,
     );
   }
+  await dropReportRows(tx, orgId, periods);
 }
 
 /** Replaces the summaries of `periods` (both tables, or those asked for) with aggregates of their current billing rows, in SQL. */
@@ -52,7 +61,7 @@ export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods
      x AS (
        SELECT li.provider, li.billing_account_id, li.billing_period, li.billing_currency, ${SQLX.account} AS account_id,
          CASE WHEN li.sub_account_id IS NULL THEN li.billing_account_name ELSE li.sub_account_name END AS account_name,
-         li.service_category, li.service_name, (li.charge_period_start AT TIME ZONE 'UTC')::date AS day,
+         li.service_category, li.service_name, li.resource_id, (li.charge_period_start AT TIME ZONE 'UTC')::date AS day,
          li.effective_cost, li.billed_cost,
          ${SQLX.ondemand} AS is_ondemand,
          (li.charge_category = 'Usage' AND li.commitment_discount_id IS NOT NULL) OR li.charge_category = 'Purchase' AS is_commitment,
@@ -60,19 +69,56 @@ export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods
        FROM ${ROWS_OF_PERIODS}
        WHERE li.org_id = $1::uuid
      ),
+     -- Two fine groupings read the rows once each; every grain is a roll-up of one of them (exact numeric sums of sums).
+     f AS (
+       SELECT provider, billing_account_id, billing_period, billing_currency, account_id, resource_id, service_category, service_name, day,
+         GROUPING(day) = 1 AS by_resource, max(account_name) AS account_name, count(*) AS n,
+         COALESCE(SUM(effective_cost) FILTER (WHERE is_ondemand), 0) AS o, COALESCE(SUM(effective_cost) FILTER (WHERE is_commitment), 0) AS c,
+         COALESCE(SUM(effective_cost) FILTER (WHERE is_other), 0) AS x, SUM(effective_cost) AS t, SUM(billed_cost) AS b
+       FROM x
+       GROUP BY provider, billing_account_id, billing_period, billing_currency,
+         GROUPING SETS ((account_id, resource_id, service_category, service_name), (day, account_id, service_category, service_name))
+     ),
+     g AS (
+       SELECT provider, billing_account_id, billing_period, billing_currency,
+         CASE WHEN GROUPING(resource_id) = 0 THEN 'resource' WHEN GROUPING(account_id) = 0 THEN 'account' ELSE 'service' END AS grain,
+         account_id, CASE WHEN GROUPING(account_id) = 0 AND GROUPING(resource_id) = 1 THEN max(account_name) END AS account_name,
+         resource_id, service_category, service_name, NULL::date AS day,
+         SUM(n) AS n, SUM(o) AS o, SUM(c) AS c, SUM(x) AS x, SUM(t) AS t, SUM(b) AS b
+       FROM f WHERE by_resource
+       GROUP BY provider, billing_account_id, billing_period, billing_currency,
+         GROUPING SETS ((account_id), (service_category, service_name), (account_id, resource_id, service_name))
+       UNION ALL
+       SELECT provider, billing_account_id, billing_period, billing_currency,
+         CASE WHEN GROUPING(account_id) = 0 THEN 'day_account' WHEN GROUPING(service_name) = 0 THEN 'day_service' ELSE 'day' END,
+         account_id, CASE WHEN GROUPING(account_id) = 0 THEN max(account_name) END,
+         NULL, service_category, service_name, day,
+         SUM(n), SUM(o), SUM(c), SUM(x), SUM(t), SUM(b)
+       FROM f WHERE NOT by_resource
+       GROUP BY provider, billing_account_id, billing_period, billing_currency,
+         GROUPING SETS ((day), (day, account_id), (day, service_category, service_name))
+     ),
      ins AS (
        INSERT INTO billing_cost_summaries (org_id, provider, billing_account_id, month, grain, currency, account_id, account_name, service_category, service_name, day,
          ondemand_cost, commitment_cost, other_cost, total_cost, billed_cost)
-       SELECT $1::uuid, provider, billing_account_id, billing_period,
-         CASE WHEN GROUPING(account_id) = 0 THEN 'account' WHEN GROUPING(service_name) = 0 THEN 'service' ELSE 'day' END,
-         billing_currency, account_id, CASE WHEN GROUPING(account_id) = 0 THEN max(account_name) END, service_category, service_name, day,
-         COALESCE(SUM(effective_cost) FILTER (WHERE is_ondemand), 0), COALESCE(SUM(effective_cost) FILTER (WHERE is_commitment), 0),
-         COALESCE(SUM(effective_cost) FILTER (WHERE is_other), 0), SUM(effective_cost), SUM(billed_cost)
-       FROM x
-       GROUP BY provider, billing_account_id, billing_period, billing_currency, GROUPING SETS ((account_id), (service_category, service_name), (day))
+       SELECT $1::uuid, provider, billing_account_id, billing_period, grain, billing_currency, account_id, account_name, service_category, service_name, day, o, c, x, t, b
+       FROM g WHERE grain IN ('account', 'service', 'day')
+       RETURNING 1
+     ),
+     detail AS (
+       INSERT INTO billing_detail_summaries (org_id, provider, billing_account_id, month, grain, currency, account_id, account_name, resource_id, service_category, service_name, day,
+         ondemand_cost, commitment_cost, other_cost, total_cost, billed_cost)
+       SELECT $1::uuid, provider, billing_account_id, billing_period, grain, billing_currency, account_id, account_name, resource_id, service_category, service_name, day, o, c, x, t, b
+       FROM g WHERE grain NOT IN ('account', 'service', 'day')
+       RETURNING 1
+     ),
+     marks AS (
+       INSERT INTO billing_summary_periods (org_id, provider, billing_account_id, month, line_items)
+       SELECT $1::uuid, p.provider, p.billing_account_id, p.month, COALESCE((SELECT SUM(g.n) FROM g WHERE g.grain = 'day' AND g.provider = p.provider AND g.billing_account_id = p.billing_account_id AND g.billing_period = p.month), 0)
+       FROM p
        RETURNING 1
      )
-     SELECT count(*)::int AS n FROM ins`,
+     SELECT (SELECT count(*)::int FROM ins) AS n, (SELECT count(*) FROM detail) AS d, (SELECT count(*) FROM marks) AS m`,
     params,
   );
   const [commitment] = tables.commitment === false ? [] : await queryRows<{ n: number }>(
@@ -99,6 +145,8 @@ export async function rebuildBillingSummaries(tx: DbOrTx, orgId: string, periods
      SELECT count(*)::int AS n FROM ins`,
     params,
   );
+  // The month's report rows as shown, stored ahead when the month is large (their inputs just changed).
+  if (tables.cost !== false) await storeReportRows(tx, orgId, periods);
   return { cost_rows: Number(cost?.n ?? 0), commitment_rows: Number(commitment?.n ?? 0) };
 }
 

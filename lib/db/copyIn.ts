@@ -8,6 +8,8 @@ import type { Tx } from "./types.ts";
 export interface CopySink {
   /** COPY text lines (without line ends), in order. */
   write(lines: string[]): Promise<void>;
+  /** Raw COPY input (e.g. a CSV file as it is), in order: the streaming driver only. */
+  writeBytes?(bytes: Uint8Array): Promise<void>;
   end(): Promise<void>;
   abort(e: unknown): Promise<void>;
 }
@@ -34,6 +36,11 @@ class CopyLineEncoder {
     }
     return this.buf.subarray(0, at);
   }
+}
+
+/** The transaction's driver streams one COPY of any length (postgres.js): raw bytes can go to the server as they are. */
+export function copyInStreams(tx: Tx): boolean {
+  return typeof (tx as any)?.session?.client?.unsafe === "function";
 }
 
 /** PGlite takes COPY input as one blob per statement: rows per statement. */
@@ -66,18 +73,22 @@ export function openCopyIn(tx: Tx, copySql: string): CopySink {
       w.on("error", (e) => (failed ??= e));
       return w;
     };
+    /** Waits for the socket to take the chunk, so the server's pace bounds what this process holds. */
+    const send = async (chunk: Uint8Array) => {
+      writable ??= await open();
+      if (failed) throw failed;
+      const w = writable;
+      await Promise.race([new Promise<void>((resolve, reject) => w.write(chunk, (e) => (e ? reject(e) : resolve()))), serverFailure]);
+    };
     return {
       async write(lines) {
         writable ??= await open();
-        if (failed) throw failed;
-        // Waits for the socket to take the chunk, so the server's pace bounds what this process holds.
-        const w = writable;
         // The encoder's buffer is reused: postgres.js frames (copies) a chunk as it is written,
         // which is at once when nothing is queued before it; otherwise it is copied here.
         const bytes = encoder.encode(lines);
-        const chunk = w.writableLength > 0 ? Buffer.from(bytes) : bytes;
-        await Promise.race([new Promise<void>((resolve, reject) => w.write(chunk, (e) => (e ? reject(e) : resolve()))), serverFailure]);
+        await send(writable.writableLength > 0 ? Buffer.from(bytes) : bytes);
       },
+      writeBytes: send,
       async end() {
         if (!writable) return;
         const w = writable;

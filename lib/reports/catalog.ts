@@ -2,8 +2,9 @@
  * The allocation report catalog (DESIGN §8): each report is a descriptor (what the API lists)
  * plus one SQL query computing its rows for one org, month and provider. The same query feeds
  * the JSON and CSV answers, the period freeze (snapshots) and the benchmark's COPY baseline.
- * Every report but the resource-grain one reads the per-period summaries the import builds
- * (lib/billing/summaries.ts), so its cost does not grow with the month's raw rows.
+ * Every report reads the per-period summaries the import builds (lib/billing/summaries.ts), so
+ * its cost does not grow with the month's raw rows; the resource-grain one reads the raw rows
+ * of a month whose periods lack its detail summaries (`fallback`).
  *
  * Query parameters of every report SQL: $1 org id, $2 month (first day), $3 provider or null.
  */
@@ -58,6 +59,11 @@ export interface ReportDefinition {
   exactSql: string;
   /** SELECT producing exactly the output columns as shown: money in cents, totals from the rounded parts (no ORDER BY). */
   sql: string;
+  /**
+   * The same report from the raw rows, for a month one of whose billing periods has no detail
+   * summaries (billing_summary_periods: summaries written before they existed, or not in SQL).
+   */
+  fallback?: { exactSql: string; sql: string };
 }
 
 /** A money column with its sign in a sum. */
@@ -139,7 +145,7 @@ const ACCT = SQLX.account;
 /** Raw rows of the org's month (and provider): only the resource-grain report reads them. */
 const LI = `li AS (SELECT * FROM billing_line_items li WHERE li.org_id = $1::uuid AND li.billing_period = $2::date AND ($3::text IS NULL OR li.provider = $3::text))`;
 /** The org's month (and provider) of a summary table `s` at one grain. */
-const summaryOf = (table: "billing_cost_summaries" | "commitment_usage_summaries", grain: string) =>
+const summaryOf = (table: "billing_cost_summaries" | "commitment_usage_summaries" | "billing_detail_summaries", grain: string) =>
   `${table} s WHERE s.org_id = $1::uuid AND s.month = $2::date AND s.grain = '${grain}' AND ($3::text IS NULL OR s.provider = $3::text)`;
 const COST_BY = (grain: "account" | "service" | "day") => summaryOf("billing_cost_summaries", grain);
 /** Account → billing account and name (linked-account name from the inventory first). */
@@ -268,7 +274,7 @@ const INVOICE = "_invoice";
 /** The summaries' `day` is the UTC date of the charge period start. */
 const DAY_OF_SUMMARY = `to_char(s.day, 'YYYY-MM-DD')`;
 
-const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
+const DEFINITIONS: (Omit<ReportDefinition, "sql" | "fallback"> & { fallback?: { exactSql: string } })[] = [
   {
     report_type: "premiums_and_rebates_by_account",
     name: "Premiums and rebates by account",
@@ -432,9 +438,15 @@ const DEFINITIONS: Omit<ReportDefinition, "sql">[] = [
     rounding: BILL_ROUNDING,
     invoice: INVOICE,
     orderBy: ["provider", "billing_currency", "account_id", "resource_id", "service_name"],
-    exactSql: `WITH ${LI}
+    exactSql: `SELECT ${MONTH} AS month, s.provider, s.currency AS billing_currency, s.account_id, s.resource_id, s.service_name,
+        ${X("s.ondemand_cost")} AS ondemand_cost, ${X("s.commitment_cost")} AS commitment_cost, ${X("s.other_cost")} AS other_cost, ${X("s.total_cost")} AS total_cost, ${X("s.billed_cost")} AS billed_cost,
+        s.billing_account_id AS ${INVOICE}
+      FROM ${summaryOf("billing_detail_summaries", "resource")}`,
+    fallback: {
+      exactSql: `WITH ${LI}
       SELECT ${MONTH} AS month, li.provider, li.billing_currency, ${ACCT} AS account_id, li.resource_id, li.service_name, ${BILL_SUMS}, li.billing_account_id AS ${INVOICE}
       FROM li GROUP BY li.provider, li.billing_currency, ${ACCT}, li.resource_id, li.service_name, li.billing_account_id`,
+    },
   },
   {
     report_type: "commitment_inventory",
@@ -580,7 +592,16 @@ export function shownSql(def: Pick<ReportDefinition, "exactSql" | "output_fields
   SELECT ${out.join(", ")} FROM ${rows}`;
 }
 
-export const REPORTS: ReportDefinition[] = DEFINITIONS.map((d) => ({ ...d, sql: shownSql(d) }));
+export const REPORTS: ReportDefinition[] = DEFINITIONS.map((d) => ({
+  ...d,
+  sql: shownSql(d),
+  fallback: d.fallback && { exactSql: d.fallback.exactSql, sql: shownSql({ ...d, exactSql: d.fallback.exactSql }) },
+}));
+
+/** The report's SQL for a month with (or without) detail summaries in every billing period. */
+export function reportSqlOf(def: ReportDefinition, detailComplete: boolean): { exactSql: string; sql: string } {
+  return !detailComplete && def.fallback ? def.fallback : def;
+}
 
 export function findReport(type: string): ReportDefinition | undefined {
   return REPORTS.find((r) => r.report_type === type);

@@ -11,7 +11,8 @@
  */
 import type { Db, DbOrTx } from "../db/index.ts";
 import { isProvider, monthStart, queryRows, type Provider } from "../billing/sql.ts";
-import { REPORTS } from "./catalog.ts";
+import { REPORTS, reportSqlOf } from "./catalog.ts";
+import { summaryDetailOf } from "./rowCache.ts";
 import { emitPeriodFinalized } from "../events/periods.ts";
 
 export interface PeriodState {
@@ -102,8 +103,9 @@ export async function freezeClosedPeriods(db: Db, now: Date, only?: { orgId: str
       if (!p) return null;
       await queryRows(tx, `DELETE FROM report_snapshots WHERE org_id = $1::uuid AND provider = $2 AND month = $3::date`, [p.org_id, p.provider, p.month]);
       let n = 0;
+      const detail = (await summaryDetailOf(tx, p.org_id, p.month, p.provider)).complete;
       for (const rep of REPORTS) {
-        const ins = await queryRows(tx, `WITH ins AS (${snapshotInsertSql(rep.sql, rep.orderBy)} RETURNING 1) SELECT count(*)::int AS n FROM ins`, [p.org_id, p.month, p.provider, rep.report_type]);
+        const ins = await queryRows(tx, `WITH ins AS (${snapshotInsertSql(reportSqlOf(rep, detail).sql, rep.orderBy)} RETURNING 1) SELECT count(*)::int AS n FROM ins`, [p.org_id, p.month, p.provider, rep.report_type]);
         n += Number((ins[0] as any)?.n ?? 0);
       }
       await queryRows(tx, `UPDATE billing_periods SET frozen_at = $4::timestamptz, frozen_reports = string_to_array($5, ',') WHERE org_id = $1::uuid AND provider = $2 AND month = $3::date`, [

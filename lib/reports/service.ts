@@ -8,7 +8,8 @@ import { collectGarbageHint } from "../adapters/gc.ts";
 import type { DatabaseHandle, DbOrTx } from "../db/index.ts";
 import { BadRequestError, NotFoundError } from "../errors.ts";
 import { PROVIDERS, monthStart, queryRows, type Provider } from "../billing/sql.ts";
-import { REPORTS, descriptorOf, findReport, type ReportDefinition } from "./catalog.ts";
+import { REPORTS, descriptorOf, findReport, reportSqlOf, type ReportDefinition } from "./catalog.ts";
+import { rowSetState, storeRowSet, storedRowsSql, summaryDetailOf } from "./rowCache.ts";
 import { listBillingPeriods } from "./periods.ts";
 import { ClientGoneError, DownloadIdleError, DownloadsBusyError, ReportTimeoutError, downloadLimits, downloadSlots } from "./downloads.ts";
 import { QueryTimeoutError, readConsistent } from "../db/index.ts";
@@ -148,6 +149,17 @@ interface RowSource {
   frozen: boolean;
   /** A snapshot of a freeze from before rows were stored as shown (its totals are re-derived when read). */
   legacy?: boolean;
+  /** Live: the report's rows stored ahead (lib/reports/rowCache.ts), current, are read instead of computed. */
+  stored?: boolean;
+  /** Live: the SQL for this month (from the raw rows when a billing period lacks detail summaries). */
+  sql?: { exactSql: string; sql: string };
+}
+
+/** The SQL of a live (provider, month): the detail summaries' unless a billing period lacks them. */
+async function liveSqlOf(db: DbOrTx, orgId: string, def: ReportDefinition, month: string, provider: Provider | null): Promise<{ exactSql: string; sql: string }> {
+  if (!def.fallback) return def;
+  if (provider === null) return def.fallback;
+  return reportSqlOf(def, (await summaryDetailOf(db, orgId, month, provider)).complete);
 }
 
 /**
@@ -184,7 +196,8 @@ async function hasLiveRows(db: DbOrTx, orgId: string, def: ReportDefinition, mon
   // The exact rows: which rows exist does not depend on rounding, and the filters reach the grouping.
   const params: unknown[] = [orgId, month, provider];
   const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
-  return (await queryRows(db, `SELECT 1 FROM (${def.exactSql}) r WHERE ${where.join(" AND ")} LIMIT 1`, params)).length > 0;
+  const { exactSql } = await liveSqlOf(db, orgId, def, month, provider);
+  return (await queryRows(db, `SELECT 1 FROM (${exactSql}) r WHERE ${where.join(" AND ")} LIMIT 1`, params)).length > 0;
 }
 
 /** Of the frozen (month, provider) pairs, those whose snapshot has a row under the filters: one statement for all of them. */
@@ -269,11 +282,26 @@ export interface OpenedReport {
 }
 
 /** Composes the live SQL of a report with the filters; returns text + params. */
-export function liveReportSql(def: ReportDefinition, orgId: string, month: string, provider: Provider | null, filters: Record<string, string>, columns = def.output_fields.map((f) => `r.${f.name}`)) {
+export function liveReportSql(
+  def: ReportDefinition,
+  orgId: string,
+  month: string,
+  provider: Provider | null,
+  filters: Record<string, string>,
+  columns = def.output_fields.map((f) => `r.${f.name}`),
+  sql = def.sql,
+) {
   const params: unknown[] = [orgId, month, provider];
   const where = Object.entries(filters).map(([col, v]) => `r.${col} = $${params.push(v)}`);
-  const text = `SELECT ${columns.join(", ")} FROM (${def.sql}) r${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
+  const text = `SELECT ${columns.join(", ")} FROM (${sql}) r${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
     ORDER BY ${def.orderBy.map((c) => `r.${c} NULLS FIRST`).join(", ")}`;
+  return { text, params };
+}
+
+/** The stored rows of a report month (rowCache.ts) in order, as SQL over `r` (their output columns as text, and `row`). */
+function storedReportSql(def: ReportDefinition, orgId: string, month: string, provider: Provider, filters: Record<string, string>, columns: string[]) {
+  const params: unknown[] = [orgId, def.report_type, provider, month];
+  const text = `SELECT ${columns.join(", ")} FROM ${storedRowsSql(def, filters, params)} ORDER BY r.seq`;
   return { text, params };
 }
 
@@ -290,7 +318,15 @@ function sqlLiteral(v: unknown): string {
  * crlfOutsideQuotes: money with two decimals, text neutralised for spreadsheets, the same order.
  * Null for reports with fields COPY would print differently (other numbers, booleans).
  */
-export function liveReportCsvCopy(def: ReportDefinition, orgId: string, month: string, provider: Provider | null, filters: Record<string, string>, header: boolean): string | null {
+export function liveReportCsvCopy(
+  def: ReportDefinition,
+  orgId: string,
+  month: string,
+  provider: Provider | null,
+  filters: Record<string, string>,
+  header: boolean,
+  from: { stored: boolean; sql?: string } = { stored: false },
+): string | null {
   const columns: string[] = [];
   for (const f of def.output_fields) {
     const v = `(r.${f.name})::text`;
@@ -298,7 +334,7 @@ export function liveReportCsvCopy(def: ReportDefinition, orgId: string, month: s
     else if (f.type === "number" && def.money.includes(f.name)) columns.push(`ROUND((r.${f.name})::numeric, 2) AS ${f.name}`);
     else return null;
   }
-  const { text, params } = liveReportSql(def, orgId, month, provider, filters, columns);
+  const { text, params } = from.stored && provider ? storedReportSql(def, orgId, month, provider, filters, columns) : liveReportSql(def, orgId, month, provider, filters, columns, from.sql);
   const inlined = text.replace(/\$(\d+)/g, (_, i) => sqlLiteral(params[Number(i) - 1]));
   return `COPY (${inlined}) TO STDOUT WITH (FORMAT csv${header ? ", HEADER true" : ""})`;
 }
@@ -382,6 +418,7 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     status = answer.status;
     sources = sourcesOf(def, state, q.provider);
     if (needsRowCheck(def, month, now, q.filters) && !(await monthsWithRows(readFrom.db, orgId, def, [{ month, sources }], q.filters)).has(month)) throw notAvailable();
+    for (const src of sources) if (!src.frozen) await resolveLive(handle, readFrom, orgId, def, month, src);
   }
   const batchSize = 2000;
   const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0 };
@@ -405,14 +442,17 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
           batchSize,
           streamOpts,
         ).catch(timedOut);
+      } else if (src.stored) {
+        const { text, params } = storedReportSql(def, orgId, month, src.provider!, q.filters, ["r.row"]);
+        await readFrom.stream<{ row: unknown }>(text, params, (rows) => onBatch(rows.map((r) => (typeof r.row === "string" ? JSON.parse(r.row) : r.row) as Record<string, unknown>)), batchSize, streamOpts).catch(timedOut);
       } else {
-        const { text, params } = liveReportSql(def, orgId, month, src.provider, q.filters);
+        const { text, params } = liveReportSql(def, orgId, month, src.provider, q.filters, undefined, src.sql?.sql);
         await readFrom.stream<Record<string, unknown>>(text, params, onBatch, batchSize, streamOpts).catch(timedOut);
       }
     }
   };
   const copyOut = readFrom.copyOut?.bind(readFrom);
-  const copies = q.format === "csv" && sources.every((src) => !src.frozen) && copyOut ? sources.map((src, i) => liveReportCsvCopy(def, orgId, month, src.provider, q.filters, i === 0)) : [];
+  const copies = q.format === "csv" && sources.every((src) => !src.frozen) && copyOut ? sources.map((src, i) => liveReportCsvCopy(def, orgId, month, src.provider, q.filters, i === 0, { stored: src.stored === true, sql: src.sql?.sql })) : [];
   const forEachCsvBytes =
     copyOut && copies.length && copies.every((c) => c !== null)
       ? async (onChunk: (bytes: Uint8Array) => Promise<void> | void) => {
@@ -430,6 +470,25 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     forEachRawBatch,
     forEachBatch: (onBatch) => forEachRawBatch((rows) => onBatch(rows.map((r) => typed(def, r)))),
   };
+}
+
+/**
+ * How a live source is read: its stored rows when current (recomputed first, on the primary,
+ * when what it joins changed since), else the report's SQL for the month.
+ */
+async function resolveLive(handle: DatabaseHandle, readFrom: DatabaseHandle, orgId: string, def: ReportDefinition, month: string, src: RowSource): Promise<void> {
+  if (src.provider === null) return;
+  const provider = src.provider;
+  const state = await rowSetState(readFrom.db, orgId, def, month, provider);
+  if (state === "fresh") {
+    src.stored = true;
+    return;
+  }
+  src.sql = await liveSqlOf(readFrom.db, orgId, def, month, provider);
+  if (state === "stale" && readFrom === handle && src.sql === def) {
+    await handle.db.transaction((tx) => storeRowSet(tx, orgId, def, provider, month));
+    src.stored = true;
+  }
 }
 
 /** All rows of a report month in memory (tests, MCP tools; the HTTP API streams). */

@@ -88,6 +88,8 @@ export const billingCommands: CliCommand[] = [
       } finally {
         await new Promise<void>((r) => (rejectsOut ? (rejectsOut as any).end(r) : r()));
       }
+      // Already imported byte for byte and still current: nothing changed, nothing to tell.
+      if (result.unchanged) return { ...result, rejects_file: null };
       // Periods a FOCUS 1.4 BillingPeriodStatus=Closed marked closed are frozen right away.
       await freezeClosedPeriods(s.db, s.now(), { orgId: org });
       // The budgets and the anomaly scan see the new data now (a failure is logged; the import stands).
@@ -96,8 +98,10 @@ export const billingCommands: CliCommand[] = [
       return { ...result, rejects: result.rejects.slice(0, 50), rejects_file: v.rejects && result.rows_rejected ? v.rejects : null };
     },
     human: (r) =>
-      [
-        `Imported ${r.rows_imported} of ${r.rows_read} rows from ${r.file_name} (${r.rows_replaced} earlier rows of the same periods replaced).`,
+      r.unchanged
+        ? `Unchanged: ${r.file_name} has the content of import ${r.import_id} (${r.rows_unchanged} rows), whose rows are all still current; nothing was written.`
+        : [
+        `Imported ${r.rows_imported} of ${r.rows_read} rows from ${r.file_name} (${r.rows_replaced} earlier rows of the same periods replaced; parsed by ${r.parsed_by === "postgresql" ? "PostgreSQL" : "the row-by-row reader"}).`,
         `Periods: ${r.periods.map((p: any) => `${p.provider} ${p.billing_account_id} ${p.month.slice(0, 7)}`).join(", ") || "none"}`,
         `Accounts: ${r.accounts_discovered}, commitments: ${r.commitments_upserted}.`,
         ...(r.rows_rejected ? [`${r.rows_rejected} row(s) rejected${r.rejects_file ? ` (written to ${r.rejects_file})` : ""}:`, ...r.rejects.slice(0, 20).map((x: any) => `  line ${x.line}: ${x.errors.join("; ")}`)] : []),

@@ -81,7 +81,10 @@ describeEachDb("FOCUS import", (driver) => {
     const file = `${FOCUS_DIR}/synthetic_guymano/aws_1_2_cost_and_usage_rows100_seed42.csv`;
     const first = await importFocusFile(t.s.db, org.id, file);
     const total = await sum(org.id);
-    const second = await importFocusFile(t.s.db, org.id, file);
+    // The same file again: its content digest shows it is already there, nothing is written.
+    expect(await importFocusFile(t.s.db, org.id, file)).toMatchObject({ unchanged: true, rows_imported: 0, import_id: first.import_id });
+    // Other options (another content digest): the period is replaced.
+    const second = await importFocusFile(t.s.db, org.id, file, { defaults: { x_Reimport: "yes" } });
     expect(second.rows_replaced).toBe(first.rows_imported);
     expect(await count(org.id)).toBe(100);
     expect(await sum(org.id)).toBe(total);

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { providerColumn } from "./columns.ts";
+import { billSumColumns, providerColumn } from "./columns.ts";
 import { boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { organizations } from "./core.ts";
 
@@ -48,14 +48,22 @@ export const billingPeriods = pgTable(
 );
 
 /** One import of a FOCUS file (for replace-on-reimport and audit). */
-export const billingImports = pgTable("billing_imports", {
-  id: uuid("id").primaryKey().defaultRandom(),
-  orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
-  fileName: text("file_name").notNull(),
-  rowsImported: integer("rows_imported").notNull().default(0),
-  rowsRejected: integer("rows_rejected").notNull().default(0),
-  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
-});
+export const billingImports = pgTable(
+  "billing_imports",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    orgId: uuid("org_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    fileName: text("file_name").notNull(),
+    rowsImported: integer("rows_imported").notNull().default(0),
+    rowsRejected: integer("rows_rejected").notNull().default(0),
+    /** SHA-256 of the file and the options that shaped its rows (files on disk): the same content is not imported twice. */
+    contentDigest: text("content_digest"),
+    /** When a later import replaced rows of one of its periods: its digest no longer stands for stored data. */
+    supersededAt: timestamp("superseded_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("billing_imports_digest_idx").on(t.orgId, t.contentDigest).where(sql`${t.contentDigest} IS NOT NULL`)],
+);
 
 /**
  * FOCUS cost-and-usage rows (1.0–1.2 columns used by the reports; the rest kept in `extra`).
@@ -194,11 +202,7 @@ export const billingCostSummaries = pgTable(
     serviceCategory: text("service_category"),
     serviceName: text("service_name"),
     day: date("day"),
-    ondemandCost: numeric("ondemand_cost").notNull(),
-    commitmentCost: numeric("commitment_cost").notNull(),
-    otherCost: numeric("other_cost").notNull(),
-    totalCost: numeric("total_cost").notNull(),
-    billedCost: numeric("billed_cost").notNull(),
+    ...billSumColumns(),
   },
   (t) => [index("billing_cost_summaries_lookup_idx").on(t.orgId, t.month, t.grain, t.provider, t.billingAccountId)],
 );

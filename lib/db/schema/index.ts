@@ -16,3 +16,4 @@ export * from "./events.ts";
 export * from "./eventScans.ts";
 export * from "./budgets.ts";
 export * from "./notifications.ts";
+export * from "./summaries.ts";

@@ -6,7 +6,13 @@
  * name already taken answers 409. The Compute API shows no prices: a quote carries the plan's own
  * hourly figure and no upfront, which is how resource CUDs are billed.
  */
-import { MachineTypesClient, RegionCommitmentsClient, RegionOperationsClient, RegionsClient, type protos } from "@google-cloud/compute";
+// The four v1 clients by their own modules: the package's index also loads every other Compute
+// client (v1 and v1beta) and a 22 MB protobuf module that REST fallback never uses.
+import type { protos } from "@google-cloud/compute";
+import { MachineTypesClient } from "@google-cloud/compute/build/src/v1/machine_types_client.js";
+import { RegionCommitmentsClient } from "@google-cloud/compute/build/src/v1/region_commitments_client.js";
+import { RegionOperationsClient } from "@google-cloud/compute/build/src/v1/region_operations_client.js";
+import { RegionsClient } from "@google-cloud/compute/build/src/v1/regions_client.js";
 import { parseServiceAccountKey, useKeyTokenEndpoint, type ServiceAccountKey } from "../../connections/gcpKey.ts";
 import { ConnectionFailure } from "../../connections/source.ts";
 import { LOOPBACK_HOSTS } from "../../hosts.ts";

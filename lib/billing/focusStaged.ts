@@ -1,0 +1,363 @@
+/**
+ * The FOCUS import with PostgreSQL doing the parsing: the file's bytes go unchanged into one
+ * `COPY … FROM STDIN (FORMAT csv)` of a temporary table of text columns, then one set-based
+ * `INSERT … SELECT` validates, normalizes and casts every row into billing_line_items, and one
+ * aggregate pass finds the periods, accounts and commitments the file holds. The process only
+ * moves bytes: this path costs about what PostgreSQL's own typed COPY of the rows costs
+ * (docs/features/reports.md, "Import").
+ *
+ * It is an accelerator of the row-by-row path (focusRow.ts), not a second definition of FOCUS:
+ * every SQL rule below is the JS rule or stricter. A file it cannot take whole — a row the JS
+ * path would reject or normalize differently, a CSV dialect PostgreSQL reads otherwise (blank
+ * lines, a ragged row, bad UTF-8) — makes a statement fail; the caller rolls back to its
+ * savepoint and imports the file row by row, which reports each reject with its line.
+ */
+import type { Tx } from "../db/index.ts";
+import { openCopyIn } from "../db/copyIn.ts";
+import { queryRows, type Provider } from "./sql.ts";
+import { CANONICAL, CHARGE_CATEGORIES, COLUMN_LIST, FREQUENCIES, INSERT_COLUMNS, isoTimestamp, NOT_NULL, nullable, PRICING, PROVIDER_NAMES, providerOf, type Kind } from "./focusRow.ts";
+import type { DiscoveredAccount, ImportPeriod } from "./importState.ts";
+
+/** What the staged path learned of the file (the same as FocusImportState's lists). */
+export interface StagedImport {
+  rowsRead: number;
+  periods: ImportPeriod[];
+  closedPeriods: { provider: string; month: string }[];
+  accounts: DiscoveredAccount[];
+  commitments: { provider: Provider; id: string }[];
+}
+
+/**
+ * Reads the file's bytes as they go to the server and tells which of focusRow's `nullable` rules
+ * SQL must apply. `blankEdges`: some field value starts or ends with a byte up to a space (or holds
+ * another control character), so a value may be blank-only. `nullWords`: some field is the word
+ * NULL in any case. Quotes are followed, so a comma inside a quoted value is not a delimiter; it
+ * errs on the careful side (a `""` after a blank counts as a closing quote).
+ */
+export class FieldScreen {
+  blankEdges = false;
+  nullWords = false;
+  private prev = 10;
+  private inQuote = false;
+  private opened = false;
+  /** Content bytes of the current field, and the last four of them, lower-cased, packed. */
+  private len = 0;
+  private word = 0;
+
+  push(bytes: Uint8Array): void {
+    if (this.blankEdges && this.nullWords) return;
+    let { prev, inQuote, opened, len, word, blankEdges, nullWords } = this;
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i]!;
+      if (opened && c <= 32) blankEdges = true;
+      opened = false;
+      if (prev === 13 && c !== 10) blankEdges = true;
+      if (c === 34) {
+        inQuote = !inQuote;
+        if (inQuote) opened = true;
+        else if (prev <= 32) blankEdges = true;
+      } else if (!inQuote && (c === 44 || c === 10 || c === 13)) {
+        if (prev === 32) blankEdges = true;
+        if (len === 4 && word === 0x6e756c6c) nullWords = true;
+        len = 0;
+        word = 0;
+      } else {
+        if (c <= 32) {
+          if (c !== 10 && c !== 13 && c !== 32) blankEdges = true;
+          else if (c === 32 && !inQuote && (prev === 44 || prev === 10 || prev === 13)) blankEdges = true;
+        }
+        len++;
+        word = ((word << 8) | (c | 0x20)) >>> 0;
+      }
+      prev = c;
+    }
+    Object.assign(this, { prev, inQuote, opened, len, word, blankEdges, nullWords });
+  }
+
+  /** The file ended (its last field may have no line end). */
+  end(): void {
+    if (this.len === 4 && this.word === 0x6e756c6c) this.nullWords = true;
+    if (this.prev === 32) this.blankEdges = true;
+  }
+}
+
+/** A file the staged path leaves to the row-by-row import (decided from its header). */
+export function stagedImportApplies(header: string[]): boolean {
+  const extra = header.filter((h) => !CANONICAL.has(h.toLowerCase()));
+  // Duplicate names: the row path keeps the last non-null value of a key. concat_ws takes at most 99 pairs.
+  return new Set(header).size === header.length && extra.length <= 90;
+}
+
+const lit = (v: string | undefined) => (v === undefined ? "NULL::text" : `'${v.replace(/'/g, "''")}'::text`);
+const ident = (i: number) => `c${i}`;
+
+/** JS `String.prototype.trim`'s whitespace, as a regex bracket (FOCUS nulls may be only blanks). */
+const JS_SPACE = "[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]";
+/**
+ * focusRow's `nullable`: empty, the literal NULL (any case) or only blanks — the last only when
+ * the first or last character is at most a space. A value made of blanks starts with a byte
+ * below '!' or above '~' (JS's other blanks are not ASCII): two byte comparisons keep the
+ * common value off the regex.
+ */
+const nz = (x: string) =>
+  `CASE WHEN ${x} = '' OR (octet_length(${x}) = 4 AND lower(${x}) = 'null') THEN NULL WHEN (${x} COLLATE "C" < '!' OR ${x} COLLATE "C" > '~') AND (ascii(${x}) <= 32 OR ascii(right(${x}, 1)) <= 32) AND ${x} ~ '^${JS_SPACE}*$' THEN NULL ELSE ${x} END`;
+/** focusRow's `isNull` (blanks are a value there). */
+const isNullRaw = (x: string) => `(${x} IS NULL OR ${x} = '' OR (octet_length(${x}) = 4 AND lower(${x}) = 'null'))`;
+
+/**
+ * Text that fails to cast whenever `x` is not null: the statement stops with a data exception
+ * (22P02), the caller's signal to go row by row. (A suffix is not enough: the timestamp parser
+ * skips a trailing '?'.)
+ */
+const fail = (x: string) => `((('rejected ' || (${x}))::int)::text)`;
+/**
+ * Decimals: PostgreSQL's numeric reads every decimal the row path takes, and of what it reads
+ * besides, only what holds no other character than these (NaN, Infinity, 1_000, 0x1F hold others).
+ * Blanks around the number are left to the row path.
+ */
+const num = (x: string) => `CASE WHEN translate(${x}, '0123456789.eE+-', '') = '' THEN ${x}::numeric ELSE ${fail(x)}::numeric END`;
+/** Millisecond precision at most: the row path keeps a JS Date's. Hours 0–23, seconds 0–59 as it does. */
+const TIMESTAMP = "^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,3})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$";
+/** The usual shape (2026-10-01T00:00:00Z) by LIKE, which costs a fraction of the regex; PostgreSQL rejects other characters in it itself. */
+const ts = (x: string) =>
+  `CASE WHEN ${x} LIKE '____-__-__T__:__:__Z' AND ${x} NOT LIKE '%T24:%' AND ${x} NOT LIKE '%:60Z' THEN ${x}::timestamptz WHEN ${x} ~ '${TIMESTAMP}' THEN ${x}::timestamptz ELSE ${fail(x)}::timestamptz END`;
+/** The canonical spelling of an enumerated value (exact first, then case-insensitive), else NULL. */
+const canonical = (x: string, values: string[]) =>
+  `CASE ${x} ${values.map((v) => `WHEN '${v}' THEN '${v}'`).join(" ")} ELSE CASE lower(${x}) ${values.map((v) => `WHEN '${v.toLowerCase()}' THEN '${v}'`).join(" ")} END END`;
+
+const PROVIDERS = [...PROVIDER_NAMES];
+/** billing_line_items column → its FOCUS column and kind. */
+const FOCUS_OF: Record<string, string> = Object.fromEntries(COLUMN_LIST.map(([focus, { col }]) => [col, focus]));
+const KINDS: Record<string, Kind> = Object.fromEntries(COLUMN_LIST.map(([, { col, kind }]) => [col, kind]));
+
+/**
+ * The SELECT turning a staging row into the COPY columns of billing_line_items (org_id,
+ * import_id, INSERT_COLUMNS) plus what the import tracks, with every rule of encodeFocusRow as
+ * a guard whose failure is a data exception.
+ */
+export function stagedRowsSql(header: string[], defaults: Record<string, string>, screen: { blankEdges: boolean; nullWords: boolean } = { blankEdges: true, nullWords: true }): string {
+  const index = new Map<string, number>();
+  header.forEach((h, i) => index.has(h) || index.set(h, i));
+  const raw = (c: string) => (index.has(c) ? `s.${ident(index.get(c)!)}` : lit(defaults[c]));
+  const present = (c: string) => index.has(c) || defaults[c] !== undefined;
+  // Only the rules the file's bytes may need (FieldScreen): '' always, NULL spelled out, blank-only values.
+  const cellNull = (x: string) =>
+    screen.blankEdges ? nz(x) : screen.nullWords ? `CASE WHEN octet_length(${x}) = 4 AND lower(${x}) = 'null' THEN NULL ELSE NULLIF(${x}, '') END` : `NULLIF(${x}, '')`;
+  const norm = (c: string) => (index.has(c) || defaults[c] !== undefined ? cellNull(raw(c)) : "NULL::text");
+
+  // Stage 1: every cell normalized once (an OFFSET 0 subquery is evaluated once per row, not per reference).
+  const focusCols = INSERT_COLUMNS.slice(4);
+  const n: string[] = [];
+  for (const col of focusCols) {
+    const focus = FOCUS_OF[col]!;
+    n.push(`${norm(focus)} AS ${col}`);
+  }
+  n.push(`${norm("ProviderName")} AS provider_raw`, `${norm("BillingPeriodStart")} AS bps_raw`, `${norm("BillingPeriodEnd")} AS bpe_raw`);
+  n.push(`${norm("BillingPeriodStatus")} AS period_status`, `${norm("SkuPriceDetails")} AS details_raw`, `${norm("x_InstanceType")} AS x_instance_type`);
+  n.push(index.has("InvoiceId") ? `NOT ${isNullRaw(raw("InvoiceId"))} AS invoiced` : `NULL::boolean AS invoiced`);
+  const extraCols = header.map((h, i) => [h, i] as const).filter(([h]) => !CANONICAL.has(h.toLowerCase()));
+  // `extra` is built as JSON text and parsed once, as the row path's COPY has it parsed (one jsonb_build_object per cell cost 4× that).
+  const pairs = extraCols.map(([h, k]) => `CASE WHEN ${isNullRaw(`s.${ident(k)}`)} THEN NULL ELSE ${lit(JSON.stringify(h) + ":")} || to_json(s.${ident(k)})::text END`);
+  n.push(`${pairs.length ? `NULLIF(concat_ws(',', ${pairs.join(", ")}), '')` : "NULL::text"} AS extra_cols`);
+
+  // Stage 2: typed, canonical values.
+  const t: string[] = [];
+  for (const col of focusCols) {
+    const kind = KINDS[col] ?? "text";
+    const x = `v.${col}`;
+    if (kind === "num") t.push(`${num(x)} AS ${col}`);
+    else if (kind === "ts") t.push(`${ts(x)} AS ${col}`);
+    else if (kind === "json") t.push(`${x}::jsonb AS ${col}`);
+    else if (col === "charge_category") t.push(`${canonical(x, CHARGE_CATEGORIES)} AS ${col}`);
+    else if (col === "charge_frequency") t.push(`${canonical(x, FREQUENCIES)} AS ${col}`);
+    else if (col === "pricing_category") t.push(`COALESCE(${canonical(x, PRICING)}, ${x}) AS ${col}`);
+    else if (col === "charge_class") t.push(`CASE WHEN lower(${x}) = 'correction' THEN 'Correction' ELSE ${x} END AS ${col}`);
+    else if (col === "commitment_discount_category") t.push(`${canonical(x, ["Spend", "Usage"])} AS ${col}`);
+    else if (col === "commitment_discount_status") t.push(`${canonical(x, ["Used", "Unused"])} AS ${col}`);
+    else if (col === "billing_currency") t.push(`COALESCE(${x}, 'USD') AS ${col}`);
+    else t.push(`${x} AS ${col}`);
+  }
+  t.push(`CASE lower(btrim(v.provider_raw)) ${PROVIDERS.map(([k, p]) => `WHEN '${k.replace(/'/g, "''")}' THEN '${p}'`).join(" ")} END AS provider`);
+  t.push(`${ts("v.bps_raw")} AS bps`, `${ts("v.bpe_raw")} AS bpe`);
+  // SkuPriceDetails: JSON kept as JSON; text that cannot start a JSON value kept as a JSON string; anything else is left to the row path.
+  t.push(
+    `('{' || NULLIF(concat_ws(',', CASE WHEN v.details_raw IS NULL THEN NULL WHEN left(v.details_raw, 1) = '{' THEN '"SkuPriceDetails":' || v.details_raw
+       WHEN left(v.details_raw, 1) !~ '[][{"0-9tfn\\s-]' THEN '"SkuPriceDetails":' || to_json(v.details_raw)::text ELSE ${fail("v.details_raw")} END, v.extra_cols), '') || '}')::jsonb AS extra`,
+  );
+  t.push("v.x_instance_type", "v.period_status", "v.invoiced", "v.provider_raw", "v.bpe_raw", "v.tags AS tags_raw");
+  t.push(...["charge_category", "charge_frequency", "commitment_discount_category", "commitment_discount_status"].map((c) => `v.${c} AS ${c}_raw`));
+
+  // Stage 3: the row rules (a failed guard is a failing cast), and the derived columns.
+  const guards: string[] = [];
+  for (const c of NOT_NULL) {
+    if (!present(c)) continue;
+    const col = c === "ProviderName" ? "provider_raw" : c === "BillingPeriodStart" ? "bps" : c === "BillingPeriodEnd" ? "bpe" : COLUMN_LIST.find(([f]) => f === c)![1].col;
+    guards.push(`t.${col} IS NOT NULL`);
+  }
+  guards.push("(t.provider_raw IS NULL OR t.provider IS NOT NULL)");
+  guards.push("(t.tags IS NULL OR jsonb_typeof(t.tags) = 'object')");
+  for (const c of ["charge_category", "charge_frequency", "commitment_discount_category", "commitment_discount_status"]) guards.push(`(t.${c}_raw IS NULL OR t.${c} IS NOT NULL)`);
+  guards.push("(t.commitment_discount_status IS NULL OR (t.commitment_discount_id IS NOT NULL AND (t.charge_category IS NULL OR t.charge_category = 'Usage')))");
+  guards.push("(t.commitment_discount_status IS NOT NULL OR t.commitment_discount_id IS NULL OR t.charge_category IS DISTINCT FROM 'Usage')");
+  guards.push("(t.charge_period_end IS NULL OR t.charge_period_start IS NULL OR t.charge_period_end >= t.charge_period_start)");
+  // The instance type of SkuPriceDetails: only a string (or absent / JSON null) is taken here.
+  const details = "(t.extra -> 'SkuPriceDetails')";
+  const member = (k: string) => `CASE jsonb_typeof(${details} -> '${k}') WHEN 'string' THEN ${details} ->> '${k}' WHEN 'null' THEN NULL WHEN NULL THEN NULL ELSE ${fail(`${details} ->> '${k}'`)}::int::text END`;
+  const instanceType = `COALESCE(t.x_instance_type, ${member("InstanceType")}, ${member("x_InstanceType")})`;
+  // The failing cast must name a column: a constant one is folded (and fails) when the statement is planned.
+  const guarded = `CASE WHEN ${guards.join(" AND ")} THEN t.provider ELSE ${fail("COALESCE(t.provider_raw, 'row')")}::int::text END`;
+  return `SELECT ${guarded} AS provider,
+      (date_trunc('month', t.bps AT TIME ZONE 'UTC'))::date AS billing_period,
+      ${instanceType} AS instance_type, t.extra,
+      ${focusCols.map((c) => `t.${c}`).join(", ")},
+      t.period_status, t.invoiced
+    FROM (SELECT ${t.join(",\n      ")} FROM (SELECT ${n.join(",\n        ")} FROM focus_staging s OFFSET 0) v OFFSET 0) t`;
+}
+
+/**
+ * Imports the file's bytes through the staging table, inside the caller's transaction (which
+ * holds a savepoint to return to when this throws a data exception). `bytes` is the file from
+ * its first byte (header included).
+ */
+export async function importStaged(
+  tx: Tx,
+  orgId: string,
+  importId: string,
+  header: string[],
+  defaults: Record<string, string>,
+  bytes: AsyncIterable<Uint8Array>,
+): Promise<StagedImport> {
+  await queryRows(tx, `SET LOCAL TimeZone = 'UTC'`);
+  await queryRows(tx, `CREATE TEMP TABLE focus_staging (${header.map((_, i) => `${ident(i)} text`).join(", ")}) ON COMMIT DROP`);
+  const sink = openCopyIn(tx, `COPY focus_staging FROM STDIN WITH (FORMAT csv, HEADER true)`);
+  const screen = new FieldScreen();
+  try {
+    for await (const chunk of bytes) {
+      screen.push(chunk);
+      await sink.writeBytes!(chunk);
+    }
+    screen.end();
+    await sink.end();
+  } catch (e) {
+    await sink.abort(e);
+    throw e;
+  }
+  // Defaults are cells too.
+  const values = Object.values(defaults);
+  const rowsSql = stagedRowsSql(header, defaults, {
+    blankEdges: screen.blankEdges || values.some((v) => /^[\x00-\x20]|[\x00-\x20]$/.test(v)),
+    nullWords: screen.nullWords || values.some((v) => v.toLowerCase() === "null"),
+  });
+  await queryRows(
+    tx,
+    `INSERT INTO billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")})
+     SELECT $1::uuid, $2::uuid, ${INSERT_COLUMNS.map((c) => `r.${c}`).join(", ")} FROM (${rowsSql}) r`,
+    [orgId, importId],
+  );
+  // What the import tracks: the distinct raw values of a few columns (one pass), read by the row path's own rules.
+  const groups = await queryRows<TrackedGroup>(tx, trackingSql(header, defaults));
+  return trackedLists(groups);
+}
+
+/** Commitment ids the inventory step takes from one file (FocusImportState's bound). */
+const MAX_COMMITMENT_IDS = 100_000;
+
+/** One group of raw values: which set it belongs to, the values (null when not in the set), its first row and row count. */
+interface TrackedGroup {
+  g: "period" | "account" | "commitment" | "month";
+  provider: string | null;
+  billing_account_id: string | null;
+  billing_account_name: string | null;
+  sub_account_id: string | null;
+  sub_account_name: string | null;
+  billing_period_start: string | null;
+  commitment_id: string | null;
+  period_status: string | null;
+  invoiced: boolean | null;
+  n: string;
+  /** Position of the group's first row in the file (block × 2^16 + offset of its first tuple). */
+  first: number;
+}
+
+/** The periods, accounts, commitments and closed months of the file, as the row path finds them (first seen first). */
+function trackedLists(groups: TrackedGroup[]): StagedImport {
+  const by = (g: TrackedGroup["g"]) => groups.filter((r) => r.g === g).sort((a, b) => a.first - b.first);
+  const providerOfRaw = (v: string | null) => {
+    const p = nullable(v ?? undefined);
+    return p ? providerOf(p) ?? null : null;
+  };
+  const monthOf = (v: string | null) => `${isoTimestamp(nullable(v ?? undefined)!)!.slice(0, 7)}-01`;
+  const periods = new Map<string, ImportPeriod>();
+  let rowsRead = 0;
+  for (const r of by("period")) {
+    rowsRead += Number(r.n);
+    const provider = providerOfRaw(r.provider)!;
+    const p = { provider, billing_account_id: nullable(r.billing_account_id ?? undefined)!, month: monthOf(r.billing_period_start) };
+    const key = `${p.provider}\u0000${p.billing_account_id}\u0000${p.month}`;
+    if (!periods.has(key)) periods.set(key, p);
+  }
+  const accounts = new Map<string, DiscoveredAccount>();
+  for (const r of by("account")) {
+    const provider = providerOfRaw(r.provider)!;
+    const sub = nullable(r.sub_account_id ?? undefined);
+    const billingAccountId = nullable(r.billing_account_id ?? undefined)!;
+    const billingAccountName = nullable(r.billing_account_name ?? undefined);
+    const account = { provider, account_id: sub ?? billingAccountId, name: sub ? nullable(r.sub_account_name ?? undefined) : billingAccountName, billing_account_id: billingAccountId, billing_account_name: billingAccountName };
+    const key = `${provider}\u0000${account.account_id}`;
+    if (!accounts.has(key)) accounts.set(key, account);
+  }
+  const commitments = new Map<string, { provider: Provider; id: string }>();
+  for (const r of by("commitment")) {
+    const id = nullable(r.commitment_id ?? undefined);
+    const provider = providerOfRaw(r.provider)!;
+    if (id && commitments.size < MAX_COMMITMENT_IDS && !commitments.has(`${provider}\u0000${id}`)) commitments.set(`${provider}\u0000${id}`, { provider, id });
+  }
+  // A (provider, month) closes on a "closed" status, or when every row of it carries an InvoiceId.
+  const closed = new Set<string>();
+  const invoiced = new Map<string, boolean>();
+  for (const r of by("month")) {
+    const key = `${providerOfRaw(r.provider)}\u0000${monthOf(r.billing_period_start)}`;
+    if (nullable(r.period_status ?? undefined)?.toLowerCase() === "closed") closed.add(key);
+    if (r.invoiced !== null) invoiced.set(key, (invoiced.get(key) ?? true) && r.invoiced);
+  }
+  for (const [k, all] of invoiced) if (all) closed.add(k);
+  return {
+    rowsRead,
+    periods: [...periods.values()],
+    closedPeriods: [...closed].map((k) => {
+      const [provider, month] = k.split("\u0000");
+      return { provider: provider!, month: month! };
+    }),
+    accounts: [...accounts.values()],
+    commitments: [...commitments.values()],
+  };
+}
+
+/** The distinct raw values the tracking needs, as grouping sets of one scan of the staged rows. */
+function trackingSql(header: string[], defaults: Record<string, string>): string {
+  const index = new Map<string, number>();
+  header.forEach((h, i) => index.has(h) || index.set(h, i));
+  const raw = (c: string) => (index.has(c) ? `s.${ident(index.get(c)!)}` : lit(defaults[c]));
+  const invoiced = index.has("InvoiceId") ? `NOT ${isNullRaw(raw("InvoiceId"))}` : "NULL::boolean";
+  const cols = {
+    provider: raw("ProviderName"),
+    billing_account_id: raw("BillingAccountId"),
+    billing_account_name: raw("BillingAccountName"),
+    sub_account_id: raw("SubAccountId"),
+    sub_account_name: raw("SubAccountName"),
+    billing_period_start: raw("BillingPeriodStart"),
+    commitment_id: raw("CommitmentDiscountId"),
+    period_status: raw("BillingPeriodStatus"),
+    invoiced,
+  };
+  return `SELECT CASE WHEN GROUPING(x.sub_account_id) = 0 THEN 'account' WHEN GROUPING(x.commitment_id) = 0 THEN 'commitment'
+         WHEN GROUPING(x.billing_account_id) = 0 THEN 'period' ELSE 'month' END AS g,
+       ${Object.keys(cols).map((c) => `x.${c}`).join(", ")}, count(*) AS n,
+       ((min(x.ctid)::text::point)[0] * 65536 + (min(x.ctid)::text::point)[1])::float8 AS first
+     FROM (SELECT s.ctid, ${Object.entries(cols).map(([c, e]) => `${e} AS ${c}`).join(", ")} FROM focus_staging s) x
+     GROUP BY x.provider, GROUPING SETS (
+       (x.billing_account_id, x.billing_period_start),
+       (x.billing_account_id, x.billing_account_name, x.sub_account_id, x.sub_account_name),
+       (x.commitment_id),
+       (x.billing_period_start, x.period_status, x.invoiced))`;
+}

@@ -1,0 +1,219 @@
+/**
+ * The import PostgreSQL parses (lib/billing/focusStaged.ts) is an accelerator of the row-by-row
+ * import, never a second reading of FOCUS: the same file gives the same stored rows, summaries,
+ * accounts, commitments and periods either way, and any file it cannot take whole — a row the row
+ * path rejects or reads otherwise, CSV PostgreSQL reads otherwise — is imported row by row in the
+ * same transaction, with each reject's line. The content digest: the same file imported again
+ * while its rows are current writes nothing; once a later import replaced one of its periods it
+ * is imported again.
+ */
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { describeEachDb } from "../helpers/db.ts";
+import { useTestApp } from "../helpers/app.ts";
+import { FocusImportRejected, importFocusFile, type ImportOptions, type ImportResult } from "../../lib/billing/focus.ts";
+import { focusCsv } from "../reports/helpers.ts";
+import { FieldScreen } from "../../lib/billing/focusStaged.ts";
+
+const NOW = new Date("2023-03-10T00:00:00Z");
+const dir = mkdtempSync(join(tmpdir(), "commitops-staged-"));
+process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+const fileOf = (text: string | Buffer, ext = ".csv") => {
+  const path = join(dir, `f${files++}${ext}`);
+  writeFileSync(path, text);
+  return path;
+};
+
+/** Every column of the org's stored rows (but the ids), in one total order. */
+const storedRows = (t: ReturnType<typeof useTestApp>, orgId: string) =>
+  t.s.handle.query(
+    `SELECT to_jsonb(li) - 'org_id' - 'import_id' AS r FROM billing_line_items li WHERE org_id = $1
+     ORDER BY (to_jsonb(li) - 'org_id' - 'import_id')::text`,
+    [orgId],
+  );
+const summaries = (t: ReturnType<typeof useTestApp>, orgId: string) =>
+  Promise.all(
+    ["billing_cost_summaries", "commitment_usage_summaries"].map((table) =>
+      t.s.handle.query(`SELECT (to_jsonb(s) - 'org_id')::text AS r FROM ${table} s WHERE org_id = $1 ORDER BY 1`, [orgId]),
+    ),
+  );
+const tracked = (t: ReturnType<typeof useTestApp>, orgId: string) =>
+  Promise.all([
+    t.s.handle.query(`SELECT provider, account_id, name, billing_account_id, billing_account_name FROM cloud_accounts WHERE org_id = $1 ORDER BY 1, 2`, [orgId]),
+    t.s.handle.query(`SELECT provider, provider_commitment_id, commitment_type, category FROM commitments WHERE org_id = $1 ORDER BY 1, 2`, [orgId]),
+    t.s.handle.query(`SELECT provider, month::text, status FROM billing_periods WHERE org_id = $1 ORDER BY 1, 2`, [orgId]),
+  ]);
+const comparable = (r: ImportResult) => ({ ...r, import_id: null, parsed_by: null });
+
+/** focusCsv's columns and defaults, and the optional columns the edge rows use. */
+const OPTIONAL = { Tags: null, SkuPriceDetails: null, x_InstanceType: null, ChargeDescription: null, ChargeClass: null, InvoiceId: null, BillingPeriodStatus: null, x_Note: null };
+function edgeCsv(rows: Record<string, string | number | null>[]): string {
+  const [head, ...lines] = focusCsv(rows).trimEnd().split("\n");
+  const extra = Object.keys(OPTIONAL);
+  const cell = (v: string | number | null | undefined) => {
+    if (v === null || v === undefined) return "";
+    const s = String(v);
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  // focusCsv quotes what needs it and never puts a line break in its own columns' values.
+  return [`${head},${extra.join(",")}`, ...lines.map((l, i) => `${l},${extra.map((c) => cell(rows[i]![c])).join(",")}`)].join("\n") + "\n";
+}
+
+/** Rows exercising every normalization of the row path: nulls spelled many ways, case, zones, JSON, exponents. */
+const EDGE_ROWS: Record<string, string | number | null>[] = [
+  { EffectiveCost: "12.5", BilledCost: "+7.", ListCost: "2.5E+1", ContractedCost: ".5", Tags: `{"team":"a","cost-center":"42"}`, SkuPriceDetails: `{"InstanceType":"m5.large","vCPU":2}`, ResourceId: "i-1" },
+  { SubAccountId: "acct-2", SubAccountName: "NULL", EffectiveCost: "1e-3", BilledCost: "0.00000000005", ListCost: "-0.5", ContractedCost: "3", ChargeCategory: "usage", ChargeFrequency: "usage-based", PricingCategory: "committed", ChargeClass: "CORRECTION", SkuPriceDetails: "On Demand pricing", x_InstanceType: "c5.xlarge" },
+  { SubAccountId: "null", BillingAccountName: "Payer, Inc.", ChargePeriodStart: "2023-01-02 03:00:00", ChargePeriodEnd: "2023-01-02T04:00:00+01:00", EffectiveCost: "3", BilledCost: "3", ListCost: "3", ContractedCost: "3", ServiceName: "  ", Tags: "   ", ChargeDescription: "a \\ backslash\tand tab", ResourceId: "\u00a0" },
+  { BillingPeriodStart: "2023-01-01", BillingPeriodEnd: "2023-02-01T00:00:00.000Z", ChargePeriodStart: "2023-01-03T00:00:00.5Z", ChargePeriodEnd: "2023-01-03T01:00:00+0000", EffectiveCost: "4", BilledCost: "0", ListCost: "8", ContractedCost: "6", CommitmentDiscountId: "ri-1", CommitmentDiscountStatus: "used", CommitmentDiscountCategory: "usage", CommitmentDiscountType: "Reserved Instance", SkuPriceDetails: `{"InstanceType":null,"x_InstanceType":"r5.large"}` },
+  { ChargeCategory: "Purchase", ChargeFrequency: "Recurring", EffectiveCost: "0", BilledCost: "100", ListCost: "100", ContractedCost: "100", CommitmentDiscountId: "ri-1", CommitmentDiscountCategory: "Usage", CommitmentDiscountType: "Reserved Instance", x_ContractTerm: "one_year", x_FeeRate: "NULL" },
+  { ProviderName: "Microsoft Azure", BillingAccountId: "ea-1", SubAccountId: "sub-1", SubAccountName: "Subscription \"quoted\"", BillingCurrency: "EUR", EffectiveCost: "9", BilledCost: "9", ListCost: "9", ContractedCost: "9", ChargeDescription: "multi\nline", SkuPriceDetails: `{"nested":{"a":[1,2]}}`, InvoiceId: "inv-1", x_Note: " " },
+  { ProviderName: "google cloud", BillingAccountId: "gba", SubAccountId: "proj", BillingPeriodStart: "2022-12-01T00:00:00Z", BillingPeriodEnd: "2023-01-01T00:00:00Z", ChargePeriodStart: "2022-12-31T00:00:00Z", ChargePeriodEnd: "2022-12-31T01:00:00Z", EffectiveCost: "1", BilledCost: "1", ListCost: "1", ContractedCost: "1", ChargeCategory: "Tax", ChargeFrequency: "One-Time", ServiceName: null, BillingPeriodStatus: "CLOSED", InvoiceId: "g-1", x_Note: "null" },
+];
+
+test("the screen finds every field that starts or ends with a blank, and every NULL word, across chunk boundaries, quotes followed", () => {
+  const screened = (...chunks: string[]) => {
+    const screen = new FieldScreen();
+    for (const c of chunks) screen.push(Buffer.from(c));
+    screen.end();
+    return { blankEdges: screen.blankEdges, nullWords: screen.nullWords };
+  };
+  expect(screened("a,b c,\"d, e\",\"\"\r\n", "x,,nulls,anull,\"nu,ll\"\n")).toEqual({ blankEdges: false, nullWords: false });
+  const cases: [string, "blankEdges" | "nullWords"][] = [
+    ...["a, b\n", "a ,b\n", "a,b \n", "a,b \r\n", " a,b\n", "a,\" b\"\n", "a,\"b \"\n", "a,\"\nb\"\n", "a,b\tc\n", "a,b\rc\n", "a,b "].map((t) => [t, "blankEdges"] as [string, "blankEdges"]),
+    ...["a,NULL,b\n", "null,a\n", "a,Null\r\n", "a,\"nULL\"\n", "a,null"].map((t) => [t, "nullWords"] as [string, "nullWords"]),
+  ];
+  for (const [text, flag] of cases) {
+    expect([text, screened(text)[flag]]).toEqual([text, true]);
+    // The same split at every byte: the screen keeps its state between chunks.
+    for (let i = 1; i < text.length; i++) expect([text, i, screened(text.slice(0, i), text.slice(i))[flag]]).toEqual([text, i, true]);
+  }
+});
+
+describeEachDb("imports PostgreSQL parses", (driver) => {
+  const t = useTestApp(driver, { now: () => NOW });
+  const both = async (path: string, opts: ImportOptions = {}) => {
+    const staged = await t.newOrg();
+    const rowByRow = await t.newOrg();
+    const a = await importFocusFile(t.s.db, staged.id, path, { now: NOW, ...opts });
+    const b = await importFocusFile(t.s.db, rowByRow.id, path, { now: NOW, ...opts, rowByRow: true });
+    return { staged, rowByRow, a, b };
+  };
+  const expectSameData = async (x: { id: string }, y: { id: string }) => {
+    expect(await storedRows(t, x.id)).toEqual(await storedRows(t, y.id));
+    expect(await summaries(t, x.id)).toEqual(await summaries(t, y.id));
+    expect(await tracked(t, x.id)).toEqual(await tracked(t, y.id));
+  };
+
+  test("the same file gives the same rows, summaries, accounts, commitments and periods either way", async () => {
+    const csv = edgeCsv(EDGE_ROWS);
+    const { staged, rowByRow, a, b } = await both(fileOf(csv));
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(b.parsed_by).toBe("row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    expect(a.rows_imported).toBe(EDGE_ROWS.length);
+    expect(a.periods).toHaveLength(3);
+    // gcp's December by its status, azure's January by an InvoiceId on each of its rows.
+    expect(a.periods_closed).toEqual([{ provider: "gcp", month: "2022-12-01" }, { provider: "azure", month: "2023-01-01" }]);
+    await expectSameData(staged, rowByRow);
+    // The values the row path normalizes, as stored.
+    const rows = (await storedRows(t, staged.id)).map((r: any) => r.r);
+    const corrected = rows.find((r: any) => r.charge_class === "Correction");
+    expect(corrected).toMatchObject({ charge_category: "Usage", charge_frequency: "Usage-Based", pricing_category: "Committed", sub_account_name: null, instance_type: "c5.xlarge" });
+    expect(corrected.extra).toEqual({ SkuPriceDetails: "On Demand pricing", x_InstanceType: "c5.xlarge" });
+    expect(rows.find((r: any) => r.commitment_discount_status === "Used")).toMatchObject({ instance_type: "r5.large", charge_period_start: "2023-01-03T00:00:00.5+00:00" });
+  });
+
+  test("a value of blanks only is null both ways (PostgreSQL still parses the file)", async () => {
+    const csv = edgeCsv(EDGE_ROWS).replace("Compute Service", "\t \u00a0").replace("Account One", "\u3000");
+    const { staged, rowByRow, a, b } = await both(fileOf(csv));
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    await expectSameData(staged, rowByRow);
+    const rows = (await storedRows(t, staged.id)).map((r: any) => r.r);
+    expect(rows.filter((r: any) => r.service_name === null)).toHaveLength(3);
+    expect(rows.filter((r: any) => r.sub_account_name === "\u3000")).toHaveLength(1);
+  });
+
+  test("a file with no NULL word and no blank at a field's edge: the same rows (SQL checks only empty values)", async () => {
+    const { staged, rowByRow, a, b } = await both(fileOf(edgeCsv([EDGE_ROWS[0]!, EDGE_ROWS[3]!])));
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    await expectSameData(staged, rowByRow);
+  });
+
+  test("gzip, a BOM and CRLF line ends: PostgreSQL still parses it, the same as row by row", async () => {
+    const csv = "\ufeff" + edgeCsv(EDGE_ROWS.slice(0, 2)).replace(/\n/g, "\r\n");
+    const { staged, rowByRow, a, b } = await both(fileOf(gzipSync(Buffer.from(csv)), ".csv.gz"));
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    await expectSameData(staged, rowByRow);
+  });
+
+  // Each of these is valid for neither PostgreSQL's CSV nor the SQL rules as they are, or is read
+  // otherwise by the row path: the import goes row by row, and gives what the row path gives.
+  const fallbacks: [string, (csv: string) => string][] = [
+    ["a blank line", (csv) => csv.replace(/\n/, "\n\n")],
+    ["NaN, which PostgreSQL's numeric takes", (csv) => csv.replace(",12.5,", ",NaN,")],
+    ["a number with blanks around it", (csv) => csv.replace(",12.5,", ", 12.5 ,")],
+    ["microseconds (a JS date keeps milliseconds)", (csv) => csv.replace("2023-01-03T00:00:00.5Z", "2023-01-03T00:00:00.123456Z")],
+    ["hour 24", (csv) => csv.replace("2023-01-02 03:00:00", "2023-01-02 24:00:00")],
+    ["a ragged row", (csv) => csv.replace(/\n([^\n]*)\n/, "\n$1,extra\n")],
+    ["a row the spec rejects", (csv) => csv.replace("usage-based", "sometimes")],
+    ["a status on a purchase", (csv) => csv.replace(",Purchase,", ",Usage,")],
+  ];
+  for (const [name, spoil] of fallbacks) {
+    test(`${name}: row by row, same outcome`, async () => {
+      const csv = spoil(edgeCsv(EDGE_ROWS));
+      const path = fileOf(csv);
+      const outcome = async (o: { id: string }, opts: ImportOptions) => {
+        try {
+          return await importFocusFile(t.s.db, o.id, path, { now: NOW, ...opts });
+        } catch (e) {
+          if (e instanceof FocusImportRejected) return { rejected: e.rowsRejected, rejects: e.rejects };
+          throw e;
+        }
+      };
+      const x = await t.newOrg();
+      const y = await t.newOrg();
+      const a = await outcome(x, {});
+      const b = await outcome(y, { rowByRow: true });
+      if ("parsed_by" in a) {
+        expect(a.parsed_by).toBe("row_by_row");
+        expect(comparable(a)).toEqual(comparable(b as ImportResult));
+      } else expect(a).toEqual(b as typeof a);
+      await expectSameData(x, y);
+      // With skip-invalid the valid rows are kept, the rejects listed by line, both ways.
+      const [v, w] = [await t.newOrg(), await t.newOrg()];
+      const sa = await importFocusFile(t.s.db, v.id, path, { now: NOW, skipInvalid: true });
+      const sb = await importFocusFile(t.s.db, w.id, path, { now: NOW, skipInvalid: true, rowByRow: true });
+      expect(comparable(sa)).toEqual(comparable(sb));
+      await expectSameData(v, w);
+    });
+  }
+
+  test("the same file again writes nothing while its rows are current; after another import replaced its period, it is imported again", async () => {
+    const org = await t.newOrg();
+    const jan = fileOf(edgeCsv(EDGE_ROWS.slice(0, 3)));
+    const first = await importFocusFile(t.s.db, org.id, jan, { now: NOW });
+    const before = await storedRows(t, org.id);
+    const again = await importFocusFile(t.s.db, org.id, jan, { now: NOW });
+    expect(again).toMatchObject({ unchanged: true, import_id: first.import_id, rows_unchanged: 3, rows_imported: 0, rows_replaced: 0, parsed_by: null });
+    expect(await storedRows(t, org.id)).toEqual(before);
+    // Other options shape other rows: not the same content.
+    const withDefault = await importFocusFile(t.s.db, org.id, jan, { now: NOW, defaults: { x_Source: "cli" } });
+    expect(withDefault.unchanged).toBe(false);
+    expect(withDefault.rows_replaced).toBe(3);
+    // The first import's period was replaced: its content is imported again (and replaces the other).
+    const back = await importFocusFile(t.s.db, org.id, jan, { now: NOW });
+    expect(back).toMatchObject({ unchanged: false, rows_imported: 3, rows_replaced: 3 });
+    expect(await storedRows(t, org.id)).toEqual(before);
+    expect((await importFocusFile(t.s.db, org.id, jan, { now: NOW })).unchanged).toBe(true);
+    // Another org's identical file is its own import.
+    const other = await t.newOrg();
+    expect((await importFocusFile(t.s.db, other.id, jan, { now: NOW })).unchanged).toBe(false);
+  });
+});
