@@ -101,6 +101,8 @@ describeEachDb("console: sign-in and roles", (driver) => {
     const { context, page } = await newPage(browser());
     try {
       await signIn(page, base, org.people.member, org.orgId, "/app/plans?provider=azure");
+      // The page's own requests are done (one of them failing with the ended session would send it to sign-in first).
+      await page.waitForLoadState("networkidle");
       // The session ends server-side (expired, or signed out elsewhere) while the page is open.
       await t.s.handle.query("UPDATE console_sessions SET expires_at = now() - interval '1 second' WHERE org_id = $1", [org.orgId]);
       await page.click("nav.side a[href='/app/estimates']");

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -279,7 +279,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
 
   test("an import cut mid-COPY fails as a whole: the month keeps its rows and its download is unchanged", async () => {
     const rowsBefore = Number((await admin.unsafe(`SELECT count(*)::int AS n FROM billing_line_items WHERE org_id = $1`, [orgId]))[0].n);
-    const child = spawn(process.execPath, [join(root, "scripts/main.ts"), "import", "focus", "--org", orgId, bill], {
+    // The same rows with other line ends: another file (the same bytes again would be recognized as already imported).
+    const restated = join(dir, "bill-crlf.csv");
+    writeFileSync(restated, readFileSync(bill, "utf8").replace(/\n/g, "\r\n"));
+    const child = spawn(process.execPath, [join(root, "scripts/main.ts"), "import", "focus", "--org", orgId, restated], {
       cwd: root,
       env: { ...process.env, DATABASE_URL: proxy.urlFor(db.url!), LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -287,11 +290,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("faults between the server proce
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
-    // Cut the path once the COPY is running at the server.
+    // Cut the path once the COPY (or the insert from the staged rows) is running at the server.
     const deadline = performance.now() + 60_000;
     let copying = false;
     while (!copying && performance.now() < deadline && child.exitCode === null) {
-      const [r] = await admin.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'COPY %' AND state <> 'idle'`);
+      const [r] = await admin.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND (query ILIKE 'COPY %' OR query ILIKE 'INSERT INTO billing_line_items%') AND state <> 'idle'`);
       copying = Number(r.n) > 0;
       if (!copying) await sleep(5);
     }
