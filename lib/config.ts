@@ -115,6 +115,15 @@ export function nonNegativeInt(v: string | undefined, dflt: number): number {
   return v !== undefined && v !== "" && Number.isInteger(n) && n >= 0 ? n : dflt;
 }
 
+/**
+ * COMMITOPS_REPORT_ROWS_MIN_LINE_ITEMS (docs/OPERATIONS.md): a billing month of at least this many
+ * raw rows has its daily reports' rows stored by its import. Read when an import stores them, so
+ * the CLI, jobs and the server all follow the environment they run in.
+ */
+export function reportRowsMinLineItems(env: Record<string, string | undefined> = process.env): number {
+  return nonNegativeInt(env.COMMITOPS_REPORT_ROWS_MIN_LINE_ITEMS, 100_000);
+}
+
 /** A setting that must be a whole number ≥ 1 (unset or anything else: the default). */
 export function positiveInt(v: string | undefined, dflt: number): number {
   const n = nonNegativeInt(v, dflt);

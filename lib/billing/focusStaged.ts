@@ -15,6 +15,7 @@
 import type { Tx } from "../db/index.ts";
 import { openCopyIn } from "../db/copyIn.ts";
 import { queryRows, type Provider } from "./sql.ts";
+import { MONEY } from "../db/schema/billing.ts";
 import { CANONICAL, CHARGE_CATEGORIES, COLUMN_LIST, FREQUENCIES, INSERT_COLUMNS, isoTimestamp, NOT_NULL, nullable, PRICING, PROVIDER_NAMES, providerOf, type Kind } from "./focusRow.ts";
 import type { DiscoveredAccount, ImportPeriod } from "./importState.ts";
 
@@ -27,28 +28,79 @@ export interface StagedImport {
   commitments: { provider: Provider; id: string }[];
 }
 
+/** What FieldScreen checks in a column's values (by the column's position in the header). */
+export const ScreenKind = { None: 0, Number: 1, Timestamp: 2, Extra: 3 } as const;
+export type ScreenKind = (typeof ScreenKind)[keyof typeof ScreenKind];
+// The same as plain constants for the byte loop.
+const NUMBER = 1;
+const TIMESTAMP_COL = 2;
+const EXTRA = 3;
+/** "null" lower-cased, four bytes packed. */
+const NULL_WORD = 0x6e756c6c;
+
+/** The usual timestamp shape, byte by byte (0 stands for a digit). */
+const TS_SHAPE = Buffer.from("0000-00-00T00:00:00Z").map((b) => (b === 48 ? 0 : b));
+
 /**
- * Reads the file's bytes as they go to the server and tells which of focusRow's `nullable` rules
- * SQL must apply. `blankEdges`: some field value starts or ends with a byte up to a space (or holds
- * another control character), so a value may be blank-only. `nullWords`: some field is the word
- * NULL in any case. Quotes are followed, so a comma inside a quoted value is not a delimiter; it
- * errs on the careful side (a `""` after a blank counts as a closing quote).
+ * Reads the file's bytes as they go to the server and tells which of the SQL's rules the file
+ * needs, so the INSERT evaluates only those (each rule costs about a second per million rows).
+ * Quotes are followed, so a comma inside a quoted value is not a delimiter; the first record
+ * (the header) is not screened.
+ * - `blankEdges`: some field value starts or ends with a byte up to a space (or holds another
+ *   control character), so a value may be blank-only (focusRow's `nullable`). It errs on the
+ *   careful side (a `""` after a blank counts as a closing quote).
+ * - `nullWords`: some field is the word NULL in any case.
+ * - `plainNumbers`: every value of a Number column holds only `0-9 . e E + -`: PostgreSQL's
+ *   numeric reads all such text the row path reads, and fails on the rest (NaN, Infinity, hex,
+ *   underscores and blanks, which it would take, hold other characters).
+ * - `plainTimestamps`: every value of a Timestamp column has the usual shape with an hour up to
+ *   23 and minutes and seconds up to 59 (PostgreSQL takes 24:00:00 and second 60; the row path does not).
+ * - `escaped`: the Extra columns with a value holding a quote, a backslash or a control character.
  */
 export class FieldScreen {
   blankEdges = false;
   nullWords = false;
+  plainNumbers = true;
+  plainTimestamps = true;
+  readonly escaped = new Set<number>();
   private prev = 10;
   private inQuote = false;
   private opened = false;
-  /** Content bytes of the current field, and the last four of them, lower-cased, packed. */
+  /** Content bytes of the current field, and the first four of them, lower-cased, packed. */
   private len = 0;
   private word = 0;
+  /** Quote bytes of the current field (more than two: it holds an escaped quote). */
+  private quotes = 0;
+  private col = 0;
+  private body = false;
+  private kind = 0;
+
+  constructor(private readonly kinds: ArrayLike<ScreenKind> = []) {}
 
   push(bytes: Uint8Array): void {
-    if (this.blankEdges && this.nullWords) return;
-    let { prev, inQuote, opened, len, word, blankEdges, nullWords } = this;
+    let { prev, inQuote, opened, len, word, blankEdges, nullWords, quotes, col, body, kind, plainNumbers, plainTimestamps } = this;
+    const kinds = this.kinds;
     for (let i = 0; i < bytes.length; i++) {
       const c = bytes[i]!;
+      // Most bytes: neither a blank, a quote nor a delimiter.
+      if (c > 34 && c !== 44) {
+        if (prev === 13) blankEdges = true;
+        opened = false;
+        if (kind !== 0) {
+          if (kind === NUMBER) {
+            if (!((c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45)) plainNumbers = false;
+          } else if (kind === TIMESTAMP_COL) {
+            const shape = TS_SHAPE[len];
+            if (shape === undefined || (shape === 0 ? c < 48 || c > 57 : c !== shape)) plainTimestamps = false;
+            // Hour tens up to 2 (and 20–23), minute and second tens up to 5.
+            else if ((len === 11 && c > 50) || (len === 12 && prev === 50 && c > 51) || ((len === 14 || len === 17) && c > 53)) plainTimestamps = false;
+          } else if (c === 92) this.escaped.add(col);
+        }
+        if (len < 4) word = (word << 8) | c | 0x20;
+        len++;
+        prev = c;
+        continue;
+      }
       if (opened && c <= 32) blankEdges = true;
       opened = false;
       if (prev === 13 && c !== 10) blankEdges = true;
@@ -56,29 +108,53 @@ export class FieldScreen {
         inQuote = !inQuote;
         if (inQuote) opened = true;
         else if (prev <= 32) blankEdges = true;
+        quotes++;
       } else if (!inQuote && (c === 44 || c === 10 || c === 13)) {
         if (prev === 32) blankEdges = true;
-        if (len === 4 && word === 0x6e756c6c) nullWords = true;
+        if (len === 4 && word === NULL_WORD) nullWords = true;
+        if (kind === TIMESTAMP_COL && len !== 0 && len !== 20) plainTimestamps = false;
+        else if (kind === EXTRA && quotes > 2) this.escaped.add(col);
         len = 0;
         word = 0;
-      } else {
-        if (c <= 32) {
-          if (c !== 10 && c !== 13 && c !== 32) blankEdges = true;
-          else if (c === 32 && !inQuote && (prev === 44 || prev === 10 || prev === 13)) blankEdges = true;
+        quotes = 0;
+        if (c === 44) col++;
+        else {
+          col = 0;
+          body = true;
         }
+        kind = body ? kinds[col] ?? 0 : 0;
+      } else {
+        // A blank, a control character, or a comma or line end inside quotes.
+        if (c !== 10 && c !== 13 && c !== 32 && c !== 44) blankEdges = true;
+        else if (c === 32 && !inQuote && (prev === 44 || prev === 10 || prev === 13)) blankEdges = true;
+        if (kind === NUMBER) plainNumbers = false;
+        else if (kind === TIMESTAMP_COL) plainTimestamps = false;
+        else if (kind === EXTRA && c < 32) this.escaped.add(col);
+        if (len < 4) word = (word << 8) | c | 0x20;
         len++;
-        word = ((word << 8) | (c | 0x20)) >>> 0;
       }
       prev = c;
     }
-    Object.assign(this, { prev, inQuote, opened, len, word, blankEdges, nullWords });
+    Object.assign(this, { prev, inQuote, opened, len, word, blankEdges, nullWords, quotes, col, body, kind, plainNumbers, plainTimestamps });
   }
 
   /** The file ended (its last field may have no line end). */
   end(): void {
-    if (this.len === 4 && this.word === 0x6e756c6c) this.nullWords = true;
+    if (this.len === 4 && this.word === NULL_WORD) this.nullWords = true;
     if (this.prev === 32) this.blankEdges = true;
+    if (this.kind === TIMESTAMP_COL && this.len !== 0 && this.len !== 20) this.plainTimestamps = false;
+    if (this.kind === EXTRA && this.quotes > 2) this.escaped.add(this.col);
   }
+}
+
+/** What the screen found, as stagedRowsSql takes it (absent: every rule applies). */
+export interface Screened {
+  blankEdges: boolean;
+  nullWords: boolean;
+  plainNumbers?: boolean;
+  plainTimestamps?: boolean;
+  /** Extra columns (by header position) whose values need JSON escapes; absent: all of them. */
+  escaped?: ReadonlySet<number>;
 }
 
 /** A file the staged path leaves to the row-by-row import (decided from its header). */
@@ -115,30 +191,52 @@ const fail = (x: string) => `((('rejected ' || (${x}))::int)::text)`;
  * besides, only what holds no other character than these (NaN, Infinity, 1_000, 0x1F hold others).
  * Blanks around the number are left to the row path.
  */
-const num = (x: string) => `CASE WHEN translate(${x}, '0123456789.eE+-', '') = '' THEN ${x}::numeric ELSE ${fail(x)}::numeric END`;
+const num = (x: string, plain: boolean) =>
+  plain ? `${x}::${DECIMAL}` : `CASE WHEN translate(${x}, '0123456789.eE+-', '') = '' THEN ${x}::${DECIMAL} ELSE ${fail(x)}::${DECIMAL} END`;
+/** billing_line_items' type of amounts: cast to it at once, not to numeric and then again on insert. */
+const DECIMAL = `numeric(${MONEY.precision},${MONEY.scale})`;
 /** Millisecond precision at most: the row path keeps a JS Date's. Hours 0–23, seconds 0–59 as it does. */
 const TIMESTAMP = "^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,3})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$";
 /** The usual shape (2026-10-01T00:00:00Z) by LIKE, which costs a fraction of the regex; PostgreSQL rejects other characters in it itself. */
-const ts = (x: string) =>
-  `CASE WHEN ${x} LIKE '____-__-__T__:__:__Z' AND ${x} NOT LIKE '%T24:%' AND ${x} NOT LIKE '%:60Z' THEN ${x}::timestamptz WHEN ${x} ~ '${TIMESTAMP}' THEN ${x}::timestamptz ELSE ${fail(x)}::timestamptz END`;
+const ts = (x: string, plain: boolean) =>
+  plain ? `${x}::timestamptz` : `CASE WHEN ${x} LIKE '____-__-__T__:__:__Z' AND ${x} NOT LIKE '%T24:%' AND ${x} NOT LIKE '%:60Z' THEN ${x}::timestamptz WHEN ${x} ~ '${TIMESTAMP}' THEN ${x}::timestamptz ELSE ${fail(x)}::timestamptz END`;
 /** The canonical spelling of an enumerated value (exact first, then case-insensitive), else NULL. */
 const canonical = (x: string, values: string[]) =>
   `CASE ${x} ${values.map((v) => `WHEN '${v}' THEN '${v}'`).join(" ")} ELSE CASE lower(${x}) ${values.map((v) => `WHEN '${v.toLowerCase()}' THEN '${v}'`).join(" ")} END END`;
+
+/** A FOCUS column's staging column by name (its first one), and its raw value in SQL: the staged cell, or the default's literal. */
+function stagedColumns(header: string[], defaults: Record<string, string>) {
+  const index = new Map<string, number>();
+  header.forEach((h, i) => index.has(h) || index.set(h, i));
+  const raw = (c: string) => (index.has(c) ? `s.${ident(index.get(c)!)}` : lit(defaults[c]));
+  return { index, raw };
+}
 
 const PROVIDERS = [...PROVIDER_NAMES];
 /** billing_line_items column → its FOCUS column and kind. */
 const FOCUS_OF: Record<string, string> = Object.fromEntries(COLUMN_LIST.map(([focus, { col }]) => [col, focus]));
 const KINDS: Record<string, Kind> = Object.fromEntries(COLUMN_LIST.map(([, { col, kind }]) => [col, kind]));
+/** FOCUS column → its kind, the billing period's bounds included. */
+const FOCUS_KIND: Record<string, Kind> = { ...Object.fromEntries(COLUMN_LIST.map(([focus, { kind }]) => [focus, kind])), BillingPeriodStart: "ts", BillingPeriodEnd: "ts" };
+
+/** What the screen checks in each column of the file. */
+function screenKinds(header: string[]): ScreenKind[] {
+  return header.map((h) => {
+    if (!CANONICAL.has(h.toLowerCase())) return ScreenKind.Extra;
+    const kind = FOCUS_KIND[h];
+    return kind === "num" ? ScreenKind.Number : kind === "ts" ? ScreenKind.Timestamp : ScreenKind.None;
+  });
+}
 
 /**
  * The SELECT turning a staging row into the COPY columns of billing_line_items (org_id,
  * import_id, INSERT_COLUMNS) plus what the import tracks, with every rule of encodeFocusRow as
  * a guard whose failure is a data exception.
  */
-export function stagedRowsSql(header: string[], defaults: Record<string, string>, screen: { blankEdges: boolean; nullWords: boolean } = { blankEdges: true, nullWords: true }): string {
-  const index = new Map<string, number>();
-  header.forEach((h, i) => index.has(h) || index.set(h, i));
-  const raw = (c: string) => (index.has(c) ? `s.${ident(index.get(c)!)}` : lit(defaults[c]));
+export function stagedRowsSql(header: string[], defaults: Record<string, string>, screen: Screened = { blankEdges: true, nullWords: true }): string {
+  const plainNumbers = !!screen.plainNumbers;
+  const plainTimestamps = !!screen.plainTimestamps;
+  const { index, raw } = stagedColumns(header, defaults);
   const present = (c: string) => index.has(c) || defaults[c] !== undefined;
   // Only the rules the file's bytes may need (FieldScreen): '' always, NULL spelled out, blank-only values.
   const cellNull = (x: string) =>
@@ -157,7 +255,9 @@ export function stagedRowsSql(header: string[], defaults: Record<string, string>
   n.push(index.has("InvoiceId") ? `NOT ${isNullRaw(raw("InvoiceId"))} AS invoiced` : `NULL::boolean AS invoiced`);
   const extraCols = header.map((h, i) => [h, i] as const).filter(([h]) => !CANONICAL.has(h.toLowerCase()));
   // `extra` is built as JSON text and parsed once, as the row path's COPY has it parsed (one jsonb_build_object per cell cost 4× that).
-  const pairs = extraCols.map(([h, k]) => `CASE WHEN ${isNullRaw(`s.${ident(k)}`)} THEN NULL ELSE ${lit(JSON.stringify(h) + ":")} || to_json(s.${ident(k)})::text END`);
+  // A value with nothing to escape is its own JSON string between quotes (to_json costs 0.1 s per column and million rows).
+  const jsonString = (k: number) => (screen.escaped && !screen.escaped.has(k) ? `'"' || s.${ident(k)} || '"'` : `to_json(s.${ident(k)})::text`);
+  const pairs = extraCols.map(([h, k]) => `CASE WHEN ${isNullRaw(`s.${ident(k)}`)} THEN NULL ELSE ${lit(JSON.stringify(h) + ":")} || ${jsonString(k)} END`);
   n.push(`${pairs.length ? `NULLIF(concat_ws(',', ${pairs.join(", ")}), '')` : "NULL::text"} AS extra_cols`);
 
   // Stage 2: typed, canonical values.
@@ -165,8 +265,8 @@ export function stagedRowsSql(header: string[], defaults: Record<string, string>
   for (const col of focusCols) {
     const kind = KINDS[col] ?? "text";
     const x = `v.${col}`;
-    if (kind === "num") t.push(`${num(x)} AS ${col}`);
-    else if (kind === "ts") t.push(`${ts(x)} AS ${col}`);
+    if (kind === "num") t.push(`${num(x, plainNumbers)} AS ${col}`);
+    else if (kind === "ts") t.push(`${ts(x, plainTimestamps)} AS ${col}`);
     else if (kind === "json") t.push(`${x}::jsonb AS ${col}`);
     else if (col === "charge_category") t.push(`${canonical(x, CHARGE_CATEGORIES)} AS ${col}`);
     else if (col === "charge_frequency") t.push(`${canonical(x, FREQUENCIES)} AS ${col}`);
@@ -178,7 +278,7 @@ export function stagedRowsSql(header: string[], defaults: Record<string, string>
     else t.push(`${x} AS ${col}`);
   }
   t.push(`CASE lower(btrim(v.provider_raw)) ${PROVIDERS.map(([k, p]) => `WHEN '${k.replace(/'/g, "''")}' THEN '${p}'`).join(" ")} END AS provider`);
-  t.push(`${ts("v.bps_raw")} AS bps`, `${ts("v.bpe_raw")} AS bpe`);
+  t.push(`${ts("v.bps_raw", plainTimestamps)} AS bps`, `${ts("v.bpe_raw", plainTimestamps)} AS bpe`);
   // SkuPriceDetails: JSON kept as JSON; text that cannot start a JSON value kept as a JSON string; anything else is left to the row path.
   t.push(
     `('{' || NULLIF(concat_ws(',', CASE WHEN v.details_raw IS NULL THEN NULL WHEN left(v.details_raw, 1) = '{' THEN '"SkuPriceDetails":' || v.details_raw
@@ -230,7 +330,7 @@ export async function importStaged(
   await queryRows(tx, `SET LOCAL TimeZone = 'UTC'`);
   await queryRows(tx, `CREATE TEMP TABLE focus_staging (${header.map((_, i) => `${ident(i)} text`).join(", ")}) ON COMMIT DROP`);
   const sink = openCopyIn(tx, `COPY focus_staging FROM STDIN WITH (FORMAT csv, HEADER true)`);
-  const screen = new FieldScreen();
+  const screen = new FieldScreen(screenKinds(header));
   try {
     for await (const chunk of bytes) {
       screen.push(chunk);
@@ -244,9 +344,13 @@ export async function importStaged(
   }
   // Defaults are cells too.
   const values = Object.values(defaults);
+  const defaultKinds = Object.entries(defaults).map(([c, v]) => [FOCUS_KIND[c], v] as const);
   const rowsSql = stagedRowsSql(header, defaults, {
     blankEdges: screen.blankEdges || values.some((v) => /^[\x00-\x20]|[\x00-\x20]$/.test(v)),
     nullWords: screen.nullWords || values.some((v) => v.toLowerCase() === "null"),
+    plainNumbers: screen.plainNumbers && defaultKinds.every(([k, v]) => k !== "num" || /^[0-9.eE+-]*$/.test(v)),
+    plainTimestamps: screen.plainTimestamps && defaultKinds.every(([k, v]) => k !== "ts" || v === "" || /^\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$/.test(v)),
+    escaped: screen.escaped,
   });
   await queryRows(
     tx,
@@ -335,9 +439,7 @@ function trackedLists(groups: TrackedGroup[]): StagedImport {
 
 /** The distinct raw values the tracking needs, as grouping sets of one scan of the staged rows. */
 function trackingSql(header: string[], defaults: Record<string, string>): string {
-  const index = new Map<string, number>();
-  header.forEach((h, i) => index.has(h) || index.set(h, i));
-  const raw = (c: string) => (index.has(c) ? `s.${ident(index.get(c)!)}` : lit(defaults[c]));
+  const { index, raw } = stagedColumns(header, defaults);
   const invoiced = index.has("InvoiceId") ? `NOT ${isNullRaw(raw("InvoiceId"))}` : "NULL::boolean";
   const cols = {
     provider: raw("ProviderName"),

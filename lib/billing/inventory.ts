@@ -61,34 +61,60 @@ function spendCommitmentAmount(type: string, recurringHourly: number | null, upf
 /** Re-derives the given commitments from all of the org's billing rows; returns how many were upserted. */
 export async function deriveCommitments(db: DbOrTx, orgId: string, ids: { provider: Provider; id: string }[]): Promise<number> {
   if (!ids.length) return 0;
+  // The rows are first summed by every value a mode or a filter looks at (a hash of a few thousand
+  // groups), then the modes are picked from those sums: mode() itself sorts every row (2.4 s of
+  // three processes for 670 k rows, against 1.2 s of one). Ties go to the first value in sort
+  // order, as mode() breaks them.
   const agg = await queryRows<any>(
     db,
-    `SELECT li.provider, li.commitment_discount_id AS cid,
-       max(li.commitment_discount_name) AS name,
-       mode() WITHIN GROUP (ORDER BY li.commitment_discount_type) AS focus_type,
-       mode() WITHIN GROUP (ORDER BY li.commitment_discount_category) AS category,
-       min(li.charge_period_start) FILTER (WHERE li.charge_category = 'Purchase') AS purchase_start,
-       min(li.charge_period_start) AS first_seen,
-       max(li.charge_period_end) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'One-Time') AS one_time_end,
-       COALESCE(sum(li.billed_cost) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'One-Time'), 0) AS upfront,
-       COALESCE(sum(li.billed_cost) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'Recurring'), 0) AS recurring_billed,
-       COALESCE(sum(EXTRACT(EPOCH FROM (li.charge_period_end - li.charge_period_start))) FILTER (WHERE li.charge_category = 'Purchase' AND li.charge_frequency = 'Recurring'), 0) AS recurring_seconds,
-       max(li.commitment_discount_quantity) FILTER (WHERE li.charge_category = 'Purchase') AS amount,
-       mode() WITHIN GROUP (ORDER BY COALESCE(li.sub_account_id, li.billing_account_id)) FILTER (WHERE li.charge_category = 'Purchase') AS purchase_account,
-       mode() WITHIN GROUP (ORDER BY COALESCE(li.sub_account_id, li.billing_account_id)) FILTER (WHERE li.commitment_discount_status = 'Unused') AS unused_account,
-       mode() WITHIN GROUP (ORDER BY li.region_id) FILTER (WHERE li.charge_category = 'Purchase' OR li.commitment_discount_status = 'Used') AS region,
-       max(li.instance_type) FILTER (WHERE li.charge_category = 'Purchase') AS instance_type,
-       max(li.extra->>'x_CommitmentType') AS x_type,
-       max(li.extra->>'x_ContractTerm') AS x_term,
-       max(li.extra->>'x_PaymentOption') AS x_payment,
-       max(li.extra->>'x_OfferingClass') AS x_class,
-       max(li.extra->>'x_FeeRate') AS x_fee_rate,
-       max(li.extra->>'x_CommitmentStart') AS x_start,
-       max(li.extra->>'x_CommitmentEnd') AS x_end
-     FROM billing_line_items li
-     JOIN json_to_recordset($2::json) AS k(provider text, id text) ON k.provider = li.provider AND k.id = li.commitment_discount_id
-     WHERE li.org_id = $1::uuid
-     GROUP BY li.provider, li.commitment_discount_id`,
+    `WITH g AS (
+       SELECT li.provider, li.commitment_discount_id AS cid, li.commitment_discount_type AS focus_type, li.commitment_discount_category AS category,
+         COALESCE(li.sub_account_id, li.billing_account_id) AS account, li.region_id AS region, li.charge_category, li.charge_frequency,
+         li.commitment_discount_status AS status, count(*) AS n,
+         max(li.commitment_discount_name) AS name,
+         min(li.charge_period_start) AS first_seen,
+         max(li.charge_period_end) FILTER (WHERE li.charge_category = 'Purchase') AS last_end,
+         sum(li.billed_cost) FILTER (WHERE li.charge_category = 'Purchase') AS billed,
+         sum(EXTRACT(EPOCH FROM (li.charge_period_end - li.charge_period_start))) FILTER (WHERE li.charge_category = 'Purchase') AS seconds,
+         max(li.commitment_discount_quantity) FILTER (WHERE li.charge_category = 'Purchase') AS amount,
+         max(li.instance_type) FILTER (WHERE li.charge_category = 'Purchase') AS instance_type,
+         max(li.extra->>'x_CommitmentType') AS x_type, max(li.extra->>'x_ContractTerm') AS x_term, max(li.extra->>'x_PaymentOption') AS x_payment,
+         max(li.extra->>'x_OfferingClass') AS x_class, max(li.extra->>'x_FeeRate') AS x_fee_rate,
+         max(li.extra->>'x_CommitmentStart') AS x_start, max(li.extra->>'x_CommitmentEnd') AS x_end
+       FROM billing_line_items li
+       WHERE li.org_id = $1::uuid AND (li.provider, li.commitment_discount_id) IN (SELECT k.provider, k.id FROM json_to_recordset($2::json) AS k(provider text, id text))
+       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+     ),
+     counted AS (
+       SELECT provider, cid, 'focus_type' AS kind, focus_type AS v, sum(n) AS c FROM g WHERE focus_type IS NOT NULL GROUP BY 1, 2, 4
+       UNION ALL SELECT provider, cid, 'category', category, sum(n) FROM g WHERE category IS NOT NULL GROUP BY 1, 2, 4
+       UNION ALL SELECT provider, cid, 'purchase_account', account, sum(n) FROM g WHERE charge_category = 'Purchase' AND account IS NOT NULL GROUP BY 1, 2, 4
+       UNION ALL SELECT provider, cid, 'unused_account', account, sum(n) FROM g WHERE status = 'Unused' AND account IS NOT NULL GROUP BY 1, 2, 4
+       UNION ALL SELECT provider, cid, 'region', region, sum(n) FROM g WHERE (charge_category = 'Purchase' OR status = 'Used') AND region IS NOT NULL GROUP BY 1, 2, 4
+     ),
+     modes AS (
+       SELECT provider, cid,
+         max(v) FILTER (WHERE kind = 'focus_type') AS focus_type, max(v) FILTER (WHERE kind = 'category') AS category,
+         max(v) FILTER (WHERE kind = 'purchase_account') AS purchase_account, max(v) FILTER (WHERE kind = 'unused_account') AS unused_account,
+         max(v) FILTER (WHERE kind = 'region') AS region
+       FROM (SELECT DISTINCT ON (provider, cid, kind) provider, cid, kind, v FROM counted ORDER BY provider, cid, kind, c DESC, v) m
+       GROUP BY 1, 2
+     )
+     SELECT g.provider, g.cid, max(g.name) AS name,
+       max(m.focus_type) AS focus_type, max(m.category) AS category,
+       min(g.first_seen) FILTER (WHERE g.charge_category = 'Purchase') AS purchase_start,
+       min(g.first_seen) AS first_seen,
+       max(g.last_end) FILTER (WHERE g.charge_category = 'Purchase' AND g.charge_frequency = 'One-Time') AS one_time_end,
+       COALESCE(sum(g.billed) FILTER (WHERE g.charge_category = 'Purchase' AND g.charge_frequency = 'One-Time'), 0) AS upfront,
+       COALESCE(sum(g.billed) FILTER (WHERE g.charge_category = 'Purchase' AND g.charge_frequency = 'Recurring'), 0) AS recurring_billed,
+       COALESCE(sum(g.seconds) FILTER (WHERE g.charge_category = 'Purchase' AND g.charge_frequency = 'Recurring'), 0) AS recurring_seconds,
+       max(g.amount) FILTER (WHERE g.charge_category = 'Purchase') AS amount,
+       max(m.purchase_account) AS purchase_account, max(m.unused_account) AS unused_account, max(m.region) AS region,
+       max(g.instance_type) FILTER (WHERE g.charge_category = 'Purchase') AS instance_type,
+       max(g.x_type) AS x_type, max(g.x_term) AS x_term, max(g.x_payment) AS x_payment, max(g.x_class) AS x_class,
+       max(g.x_fee_rate) AS x_fee_rate, max(g.x_start) AS x_start, max(g.x_end) AS x_end
+     FROM g LEFT JOIN modes m ON m.provider = g.provider AND m.cid = g.cid
+     GROUP BY g.provider, g.cid`,
     [orgId, JSON.stringify(ids)],
   );
   const rows = agg.map((a) => {

@@ -33,6 +33,14 @@ export class QueryTimeoutError extends Error {
   }
 }
 
+/** A streamed query whose reader went away (StreamOptions.signal) was cancelled at the server. */
+export class QueryAbortedError extends Error {
+  constructor() {
+    super("the reader went away; the query was cancelled");
+    this.name = "QueryAbortedError";
+  }
+}
+
 /**
  * The database is known unreachable (lib/db/health.ts): an operation in flight when that was
  * found, or a new one while it lasts, fails at once instead of waiting for a timeout (503).

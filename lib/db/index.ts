@@ -6,7 +6,7 @@ import { migrate } from "./migrate.ts";
 import { checkReadReplicaUrls, openReadReplica } from "./replica.ts";
 
 export type { DatabaseHandle, Db, Tx, DbOrTx, QueryOptions, StreamOptions } from "./types.ts";
-export { pgErrorCode, pgConstraintName, isDatabaseUnavailable, whenDatabaseAnswers, QueryTimeoutError } from "./errors.ts";
+export { pgErrorCode, pgConstraintName, isDatabaseUnavailable, whenDatabaseAnswers, QueryAbortedError, QueryTimeoutError } from "./errors.ts";
 export { postgresSettings, type PostgresSettings } from "./postgres.ts";
 export { readConsistent, readerOf, ReadReplicaConfigError, type ReadConsistentOptions } from "./replica.ts";
 

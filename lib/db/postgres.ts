@@ -6,7 +6,7 @@ import net from "node:net";
 import { randomUUID } from "node:crypto";
 import { DatabaseHealth, type ProbeConnection, type WatchedOp } from "./health.ts";
 import { currentRequestScope, type CommitWitness } from "./requestScope.ts";
-import { isConnectionLost, isDatabaseUnavailable, QueryTimeoutError, whenDatabaseAnswers } from "./errors.ts";
+import { isConnectionLost, isDatabaseUnavailable, QueryAbortedError, QueryTimeoutError, whenDatabaseAnswers } from "./errors.ts";
 import { createLogger, parseLogLevel, type Logger } from "../log.ts";
 import { nonNegativeInt, positiveInt } from "../config.ts";
 
@@ -358,6 +358,9 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       const limitMs = opts.firstBatchTimeoutMs ?? 0;
       let timer: ReturnType<typeof setTimeout> | undefined;
       let timedOut = false;
+      const signal = opts.signal;
+      let aborted = false;
+      let onAbort: (() => void) | undefined;
       /** Arms the limit on `query` (postgres.js cancels it on its own connection); returns what to call at the first data. */
       const watch = (query: { cancel(): unknown }) => {
         if (limitMs > 0) {
@@ -365,6 +368,14 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
             timedOut = true;
             query.cancel();
           }, limitMs);
+        }
+        if (signal) {
+          onAbort = () => {
+            aborted = true;
+            query.cancel();
+          };
+          if (signal.aborted) onAbort();
+          else signal.addEventListener("abort", onAbort, { once: true });
         }
         return () => {
           clearTimeout(timer);
@@ -376,9 +387,11 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
         await read(tx, watch, op);
       } catch (e) {
         if (timedOut) throw new QueryTimeoutError(limitMs);
+        if (aborted) throw new QueryAbortedError();
         throw e;
       } finally {
         clearTimeout(timer);
+        if (onAbort) signal!.removeEventListener("abort", onAbort);
       }
     });
 

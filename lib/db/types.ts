@@ -14,6 +14,11 @@ export interface StreamOptions {
    * process's thread and cannot be interrupted).
    */
   firstBatchTimeoutMs?: number;
+  /**
+   * Cancel the query at the server when this aborts (the client of a download went away before
+   * its first byte): QueryAbortedError. PostgreSQL only, as above.
+   */
+  signal?: AbortSignal;
 }
 
 export interface QueryOptions {

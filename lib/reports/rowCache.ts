@@ -18,12 +18,10 @@ import type { DbOrTx } from "../db/index.ts";
 import { queryRows, type Provider } from "../billing/sql.ts";
 import type { BillingPeriodKey } from "../billing/summaries.ts";
 import { REPORTS, type ReportDefinition } from "./catalog.ts";
+import { reportRowsMinLineItems } from "../config.ts";
 
 /** Months with fewer raw rows are computed when read (fast enough; keeps small imports cheap). */
-export function storedRowsMinLineItems(): number {
-  const v = Number(process.env.COMMITOPS_REPORT_ROWS_MIN_LINE_ITEMS);
-  return Number.isFinite(v) && v >= 0 && process.env.COMMITOPS_REPORT_ROWS_MIN_LINE_ITEMS !== "" ? v : 100_000;
-}
+export const storedRowsMinLineItems = () => reportRowsMinLineItems();
 
 export const storable = (def: ReportDefinition) => def.update_cadence === "daily";
 

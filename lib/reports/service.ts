@@ -12,7 +12,7 @@ import { REPORTS, descriptorOf, findReport, reportSqlOf, type ReportDefinition }
 import { rowSetState, storeRowSet, storedRowsSql, summaryDetailOf } from "./rowCache.ts";
 import { listBillingPeriods } from "./periods.ts";
 import { ClientGoneError, DownloadIdleError, DownloadsBusyError, ReportTimeoutError, downloadLimits, downloadSlots } from "./downloads.ts";
-import { QueryTimeoutError, readConsistent } from "../db/index.ts";
+import { QueryAbortedError, QueryTimeoutError, readConsistent } from "../db/index.ts";
 import { isUuid } from "../ids.ts";
 import type { Services } from "../services.ts";
 import { textProblem } from "../http/text.ts";
@@ -390,6 +390,8 @@ export interface OpenReportOptions {
   reader?: DatabaseHandle;
   /** Cancel a report query that has produced no rows after this many ms (ReportTimeoutError). */
   queryTimeoutMs?: number;
+  /** The request's: its queries are cancelled when the client goes away (ClientGoneError). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -421,8 +423,9 @@ export async function openReport(handle: DatabaseHandle, orgId: string, type: st
     for (const src of sources) if (!src.frozen) await resolveLive(handle, readFrom, orgId, def, month, src);
   }
   const batchSize = 2000;
-  const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0 };
+  const streamOpts = { firstBatchTimeoutMs: opts.queryTimeoutMs ?? 0, signal: opts.signal };
   const timedOut = (e: unknown): never => {
+    if (e instanceof QueryAbortedError) throw new ClientGoneError();
     throw e instanceof QueryTimeoutError ? new ReportTimeoutError(e.timeoutMs) : e;
   };
   const forEachRawBatch = async (onBatch: (rows: Record<string, unknown>[]) => Promise<void> | void) => {
@@ -733,6 +736,12 @@ export async function reportDownload(s: Pick<Services, "handle" | "config" | "lo
     });
   } catch (e) {
     release();
+    // The client went away while its report was computed: the query was cancelled, nobody is
+    // left to answer (499, as proxies log it).
+    if (e instanceof ClientGoneError) {
+      s.log.info("report download cancelled by the client before its first byte", fields);
+      return new Response(null, { status: 499 });
+    }
     throw e;
   }
 }

@@ -47,6 +47,12 @@ describe("billing CLI", () => {
     const imported = run("import", "focus", "--org", org, out, "--json");
     expect(imported.code).toBe(0);
     expect(imported.json()).toMatchObject({ rows_imported: gen.json().rows, rows_rejected: 0 });
+    // The same file again, as a person reads the answer: nothing written, and which import holds it.
+    const again = run("import", "focus", "--org", org, out);
+    expect(again.code).toBe(0);
+    expect(again.out.trim()).toBe(`Unchanged: gen.csv.gz has the content of import ${imported.json().import_id} (${gen.json().rows} rows), whose rows are all still current; nothing was written.`);
+    const againJson = run("import", "focus", "--org", org, out, "--json").json();
+    expect(againJson).toMatchObject({ unchanged: true, import_id: imported.json().import_id, rows_imported: 0, rows_unchanged: gen.json().rows });
 
     const list = run("periods", "list", "--org", org);
     expect(list.out).toMatch(/aws\s+2024-09 closed\s+frozen/);

@@ -16,7 +16,7 @@ import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { FocusImportRejected, importFocusFile, type ImportOptions, type ImportResult } from "../../lib/billing/focus.ts";
 import { focusCsv } from "../reports/helpers.ts";
-import { FieldScreen } from "../../lib/billing/focusStaged.ts";
+import { FieldScreen, ScreenKind } from "../../lib/billing/focusStaged.ts";
 
 const NOW = new Date("2023-03-10T00:00:00Z");
 const dir = mkdtempSync(join(tmpdir(), "commitops-staged-"));
@@ -93,6 +93,41 @@ test("the screen finds every field that starts or ends with a blank, and every N
   }
 });
 
+test("the screen tells whether every number and timestamp can be cast as it is and which kept columns need JSON escapes, across chunk boundaries, the header aside", () => {
+  // Columns: a number, a timestamp, a column kept in extra, one it does not look at.
+  const kinds = [ScreenKind.Number, ScreenKind.Timestamp, ScreenKind.Extra, ScreenKind.None];
+  const screened = (...chunks: string[]) => {
+    const screen = new FieldScreen(kinds);
+    for (const c of chunks) screen.push(Buffer.from(c));
+    screen.end();
+    return { plainNumbers: screen.plainNumbers, plainTimestamps: screen.plainTimestamps, escaped: screen.escaped.has(2) };
+  };
+  const file = (cells: string[]) => `Cost,Start,x_Note,Other\n1,2026-10-01T00:00:00Z,a,b\n${cells.join(",")}\n`;
+  const plain = { plainNumbers: true, plainTimestamps: true, escaped: false };
+  // The header is names, not values; the column not looked at may hold anything.
+  expect(screened(`"NaN ""x""",24:00,"a\\b",c\n1,2026-10-01T23:59:59Z,plain,"x\\ ""y"""\n`)).toEqual(plain);
+  const cases: [string[], Partial<typeof plain>][] = [
+    [["12.5", "2026-10-01T00:00:00Z", "a b", "z"], {}],
+    [["-1e-3", "", "", ""], {}],
+    [["+.5", "2026-12-31T20:00:00Z", '"a, b"', "z"], {}],
+    [['"7.25"', '"2026-10-01T00:00:00Z"', '"x"', "z"], {}],
+    ...["NaN", "Infinity", "-inf", " 1", "1 ", "1_000", "0x1F", '"1,5"'].map((v) => [[v, "", "", ""], { plainNumbers: false }] as [string[], Partial<typeof plain>]),
+    ...["2026-10-01T24:00:00Z", "2026-10-01T23:60:00Z", "2026-10-01T23:00:60Z", "2026-10-01 00:00:00Z", "2026-10-01T00:00:00.5Z", "2026-10-01T00:00:00+00:00", "2026-10-01", "2026-10-01t00:00:00z", "2026-10-01T30:00:00Z", '" 2026-10-01T00:00:00Z"'].map(
+      (v) => [["", v, "", ""], { plainTimestamps: false }] as [string[], Partial<typeof plain>],
+    ),
+    ...['"say ""hi"""', "back\\slash", '"two\nlines"', "tab\there"].map((v) => [["", "", v, ""], { escaped: true }] as [string[], Partial<typeof plain>]),
+  ];
+  for (const [cells, flags] of cases) {
+    const text = file(cells);
+    const expected = { ...plain, ...flags };
+    expect([cells, screened(text)]).toEqual([cells, expected]);
+    for (let i = 1; i < text.length; i++) expect([cells, i, screened(text.slice(0, i), text.slice(i))]).toEqual([cells, i, expected]);
+  }
+  // The last field of a file without a final line end is screened too.
+  expect(screened("Cost,Start,x_Note\n1,2026-10-01T00:00:00Z,\"a\"\"b\"").escaped).toBe(true);
+  expect(screened("Cost,Start\n1,2026-10-01T00:00").plainTimestamps).toBe(false);
+});
+
 describeEachDb("imports PostgreSQL parses", (driver) => {
   const t = useTestApp(driver, { now: () => NOW });
   const both = async (path: string, opts: ImportOptions = {}) => {
@@ -143,6 +178,21 @@ describeEachDb("imports PostgreSQL parses", (driver) => {
     expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
     expect(comparable(a)).toEqual(comparable(b));
     await expectSameData(staged, rowByRow);
+  });
+
+  test("numbers, timestamps and kept values PostgreSQL casts as they are (the screen found nothing else): the same rows, escapes and all", async () => {
+    const rows: Record<string, string>[] = [
+      { EffectiveCost: "12.5", BilledCost: "+7.", ListCost: "2.5E+1", ContractedCost: ".5", ChargePeriodStart: "2023-01-05T23:59:59Z", ChargePeriodEnd: "2023-01-06T00:00:00Z", x_Note: "plain", SkuPriceDetails: `{"InstanceType":"m5.large"}` },
+      { EffectiveCost: "-1e-3", BilledCost: "0.00000000005", ListCost: "3", ContractedCost: "3", x_Note: 'say "hi" \\ back', x_FeeRate: "0.25" },
+      { EffectiveCost: "4", BilledCost: "4", ListCost: "4", ContractedCost: "4", x_Note: "two\nlines\tand a tab", x_ContractTerm: "one_year" },
+    ];
+    const { staged, rowByRow, a, b } = await both(fileOf(edgeCsv(rows)));
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    await expectSameData(staged, rowByRow);
+    const stored = (await storedRows(t, staged.id)).map((r: any) => r.r);
+    expect(stored.map((r: any) => r.extra?.x_Note).sort()).toEqual(["plain", 'say "hi" \\ back', "two\nlines\tand a tab"]);
+    expect(stored.find((r: any) => r.extra?.x_Note === "plain")).toMatchObject({ billed_cost: 7, list_cost: 25, contracted_cost: 0.5, charge_period_start: "2023-01-05T23:59:59+00:00", instance_type: "m5.large" });
   });
 
   test("gzip, a BOM and CRLF line ends: PostgreSQL still parses it, the same as row by row", async () => {

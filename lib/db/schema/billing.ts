@@ -4,7 +4,9 @@ import { boolean, date, index, integer, jsonb, numeric, pgTable, text, timestamp
 import { organizations } from "./core.ts";
 
 /** Money and quantities: exact decimals in the database (drizzle returns them as strings). */
-const money = (name: string) => numeric(name, { precision: 30, scale: 10 });
+/** The type of every amount and quantity of a billing row (the staged import casts to it: lib/billing/focusStaged.ts). */
+export const MONEY = { precision: 30, scale: 10 } as const;
+const money = (name: string) => numeric(name, MONEY);
 
 /** Linked accounts (FOCUS SubAccount) and billing accounts, discovered from billing data. */
 export const cloudAccounts = pgTable(

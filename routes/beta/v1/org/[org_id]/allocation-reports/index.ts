@@ -21,10 +21,11 @@ export default defineRoutes((s, prefix) =>
     )
     .get(
       "/:report_type",
-      async ({ principal, params, query }) => {
+      async ({ principal, params, query, request }) => {
         const opened = await openReport(s.handle, principal.orgId, params.report_type, query as Record<string, unknown>, s.now(), {
           reader: s.reportReader,
           queryTimeoutMs: s.config.reportQueryTimeoutSeconds * 1000,
+          signal: request.signal,
         });
         return reportDownload(s, principal.orgId, opened);
       },
