@@ -18,10 +18,10 @@ import { queryRows, type Provider } from "./sql.ts";
 import { deriveCommitments } from "./inventory.ts";
 import { rebuildBillingSummaries } from "./summaries.ts";
 import { memoryBudget } from "../adapters/gc.ts";
-import { copyInStreams, openCopyIn } from "../db/copyIn.ts";
+import { copyInStreams, openCopyIn, poolSessions } from "../db/copyIn.ts";
 import { pgErrorCode } from "../db/errors.ts";
 import { readCsvBatches } from "./csvReader.ts";
-import { importStaged, stagedImportApplies } from "./focusStaged.ts";
+import { dropStagingTables, dropStaleStagingTables, importStaged, stagedImportApplies } from "./focusStaged.ts";
 import { headerOf } from "./focusSource.ts";
 import type { DiscoveredAccount, ImportPeriod } from "./importState.ts";
 import { INSERT_COLUMNS } from "./focusRow.ts";
@@ -43,6 +43,8 @@ export interface ImportOptions {
   now?: Date;
   /** Row by row in JS even when PostgreSQL could parse the file (tests of both paths). */
   rowByRow?: boolean;
+  /** Bytes per staged chunk when PostgreSQL parses the file (tests cut small files into many). */
+  stagingChunkBytes?: number;
   /** Runs in the import's transaction once the rows are in (e.g. a sync records what it imported): it commits or rolls back with them. */
   beforeCommit?: (tx: Tx, result: ImportResult) => Promise<void>;
 }
@@ -207,6 +209,12 @@ async function importInTransaction(db: Db, orgId: string, opts: ImportOptions, d
     // One process per import: parallel workers sorted what one process hashes (three processes'
     // CPU for one's work), and an import should leave the server's other cores to other requests.
     await queryRows(tx, `SET LOCAL max_parallel_workers_per_gather = 0`);
+    // The summaries and the commitments group a month's rows by a few columns into a few thousand
+    // groups; the planner multiplies the columns' distinct counts into hundreds of thousands, then
+    // sorts the million rows (7.2 s) instead of hashing them (3.4 s). Hashing spills to disk when
+    // the groups really are that many (up to 8 × work_mem in memory first).
+    await queryRows(tx, `SET LOCAL enable_sort = off`);
+    await queryRows(tx, `SET LOCAL hash_mem_multiplier = 8`);
     // One import per org at a time: the replace-by-period step must see earlier imports committed.
     await queryRows(tx, `SELECT pg_advisory_xact_lock(hashtext('commitops:focus-import:' || $1::text))`, [orgId]);
     if (digest) {
@@ -273,12 +281,6 @@ async function importInTransaction(db: Db, orgId: string, opts: ImportOptions, d
     // later picks nested loops that re-read the month per account (minutes instead of seconds).
     // (The summary tables' statistics are the rebuild's: lib/reports/rowCache.ts, analyzeSummaries.)
     if (imported || replaced) await queryRows(tx, `ANALYZE billing_line_items (${ANALYZED_COLUMNS.join(", ")})`);
-    // The summaries and the commitments group a month's rows by a few columns into a few thousand
-    // groups; the planner multiplies the columns' distinct counts into hundreds of thousands, then
-    // sorts the million rows (7.2 s) instead of hashing them (3.4 s). Hashing spills to disk when
-    // the groups really are that many.
-    await queryRows(tx, `SET LOCAL enable_sort = off`);
-    await queryRows(tx, `SET LOCAL hash_mem_multiplier = 8`);
     const commitmentsUpserted = rows.commitments.length ? await deriveCommitments(tx, orgId, rows.commitments) : 0;
     // PostgreSQL sums the periods' summaries from the rows just written (exact numeric, one pass per table).
     await rebuildBillingSummaries(tx, orgId, periodList);
@@ -345,21 +347,31 @@ export async function importFocusFile(db: Db, orgId: string, path: string, opts:
   // A pipe or a device is read once, as it comes: no digest, no second reading.
   if (!statSync(path).isFile()) return importFocus(db, orgId, openFocusFile(path), o);
   const digest = await contentDigest(path, o);
-  return importInTransaction(db, orgId, o, digest, async (tx, importId) => {
-    const header = o.rowByRow || !copyInStreams(tx) ? null : await headerOfFile(path, o.defaults ?? {});
-    if (header && stagedImportApplies(header)) {
-      try {
-        // A savepoint of the driver's own: postgres.js fails the whole transaction on any failed statement outside one.
-        const staged = await tx.transaction((sp) => importStaged(sp, orgId, importId, header, o.defaults ?? {}, withProgress(openFocusFile(path), o)));
-        o.onProgress?.(staged.rowsRead);
-        return { parsedBy: "postgresql", rowsRead: staged.rowsRead, imported: staged.rowsRead, rejected: 0, rejects: [], periods: staged.periods, closed: staged.closedPeriods, accounts: staged.accounts, commitments: staged.commitments };
-      } catch (e) {
-        // A row the JS rules reject or read otherwise, or CSV PostgreSQL reads otherwise: row by row, with each reject's line.
-        if (!isDataException(e)) throw e;
+  // A second session of the pool stages the file's chunks while the import's own inserts them.
+  const pipelined = !o.rowByRow && poolSessions(db) >= 2;
+  if (pipelined) await dropStaleStagingTables(db, o.now ?? new Date()).catch(() => 0);
+  const created: string[] = [];
+  try {
+    return await importInTransaction(db, orgId, o, digest, async (tx, importId) => {
+      const header = o.rowByRow || !copyInStreams(tx) ? null : await headerOfFile(path, o.defaults ?? {});
+      if (header && stagedImportApplies(header)) {
+        try {
+          const staging = pipelined ? { pool: db, created, chunkBytes: o.stagingChunkBytes } : {};
+          // A savepoint of the driver's own: postgres.js fails the whole transaction on any failed statement outside one.
+          const staged = await tx.transaction((sp) => importStaged(sp, orgId, importId, header, o.defaults ?? {}, withProgress(openFocusFile(path), o), staging));
+          o.onProgress?.(staged.rowsRead);
+          return { parsedBy: "postgresql", rowsRead: staged.rowsRead, imported: staged.rowsRead, rejected: 0, rejects: [], periods: staged.periods, closed: staged.closedPeriods, accounts: staged.accounts, commitments: staged.commitments };
+        } catch (e) {
+          // A row the JS rules reject or read otherwise, or CSV PostgreSQL reads otherwise: row by row, with each reject's line.
+          if (!isDataException(e)) throw e;
+        }
       }
-    }
-    return loadRowByRow(tx, orgId, importId, openFocusFile(path), o);
-  });
+      return loadRowByRow(tx, orgId, importId, openFocusFile(path), o);
+    });
+  } finally {
+    // The staging tables: once the import's transaction, which read them, is over (a leftover is dropped by a later import).
+    await dropStagingTables(db, created).catch(() => {});
+  }
 }
 
 /** SQLSTATE class 22 (a value PostgreSQL could not take) or a NOT NULL violation: the staged path's signal to go row by row. */

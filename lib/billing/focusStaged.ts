@@ -12,7 +12,8 @@
  * lines, a ragged row, bad UTF-8) — makes a statement fail; the caller rolls back to its
  * savepoint and imports the file row by row, which reports each reject with its line.
  */
-import type { Tx } from "../db/index.ts";
+import type { Db, Tx } from "../db/index.ts";
+import { randomBytes } from "node:crypto";
 import { openCopyIn } from "../db/copyIn.ts";
 import { queryRows, type Provider } from "./sql.ts";
 import { MONEY } from "../db/schema/billing.ts";
@@ -74,12 +75,26 @@ export class FieldScreen {
   private col = 0;
   private body = false;
   private kind = 0;
+  /** In the bytes of the last push: the offset just past its last line end outside quotes (-1: none), where the file may be cut into chunks. */
+  lastRecordEnd = -1;
 
   constructor(private readonly kinds: ArrayLike<ScreenKind> = []) {}
+
+  /** What was found since the last take (or the start), and a fresh start for the findings. */
+  takeFlags(): Screened {
+    const found: Screened = { blankEdges: this.blankEdges, nullWords: this.nullWords, plainNumbers: this.plainNumbers, plainTimestamps: this.plainTimestamps, escaped: new Set(this.escaped) };
+    this.blankEdges = false;
+    this.nullWords = false;
+    this.plainNumbers = true;
+    this.plainTimestamps = true;
+    this.escaped.clear();
+    return found;
+  }
 
   push(bytes: Uint8Array): void {
     let { prev, inQuote, opened, len, word, blankEdges, nullWords, quotes, col, body, kind, plainNumbers, plainTimestamps } = this;
     const kinds = this.kinds;
+    let lastRecordEnd = -1;
     for (let i = 0; i < bytes.length; i++) {
       const c = bytes[i]!;
       // Most bytes: neither a blank, a quote nor a delimiter.
@@ -121,6 +136,7 @@ export class FieldScreen {
         else {
           col = 0;
           body = true;
+          if (c === 10) lastRecordEnd = i + 1;
         }
         kind = body ? kinds[col] ?? 0 : 0;
       } else {
@@ -135,7 +151,7 @@ export class FieldScreen {
       }
       prev = c;
     }
-    Object.assign(this, { prev, inQuote, opened, len, word, blankEdges, nullWords, quotes, col, body, kind, plainNumbers, plainTimestamps });
+    Object.assign(this, { prev, inQuote, opened, len, word, blankEdges, nullWords, quotes, col, body, kind, plainNumbers, plainTimestamps, lastRecordEnd });
   }
 
   /** The file ended (its last field may have no line end). */
@@ -233,7 +249,7 @@ function screenKinds(header: string[]): ScreenKind[] {
  * import_id, INSERT_COLUMNS) plus what the import tracks, with every rule of encodeFocusRow as
  * a guard whose failure is a data exception.
  */
-export function stagedRowsSql(header: string[], defaults: Record<string, string>, screen: Screened = { blankEdges: true, nullWords: true }): string {
+export function stagedRowsSql(header: string[], defaults: Record<string, string>, screen: Screened = { blankEdges: true, nullWords: true }, table = "focus_staging"): string {
   const plainNumbers = !!screen.plainNumbers;
   const plainTimestamps = !!screen.plainTimestamps;
   const { index, raw } = stagedColumns(header, defaults);
@@ -311,13 +327,34 @@ export function stagedRowsSql(header: string[], defaults: Record<string, string>
       ${instanceType} AS instance_type, t.extra,
       ${focusCols.map((c) => `t.${c}`).join(", ")},
       t.period_status, t.invoiced
-    FROM (SELECT ${t.join(",\n      ")} FROM (SELECT ${n.join(",\n        ")} FROM focus_staging s OFFSET 0) v OFFSET 0) t`;
+    FROM (SELECT ${t.join(",\n      ")} FROM (SELECT ${n.join(",\n        ")} FROM ${table} s OFFSET 0) v OFFSET 0) t`;
 }
 
+/** Where and how the file is staged (absent: in one temporary table of the import's own session). */
+export interface StagingOptions {
+  /**
+   * The pool: the file is cut into chunks at line ends, each staged into a table of its own by
+   * another session and committed, while the import's transaction inserts the chunk before: two
+   * server processes at work instead of one (PostgreSQL's COPY parse overlaps the INSERT's casts).
+   */
+  pool?: Db;
+  /** Bytes per chunk (STAGING_CHUNK_BYTES). */
+  chunkBytes?: number;
+  /** The staging tables created: the caller drops them once the import's transaction is over (it holds their locks until then). */
+  created?: string[];
+}
+
+/** 64 MB: about 100,000 FOCUS rows, a second of COPY; a chunk's INSERT starts once it is staged. */
+const STAGING_CHUNK_BYTES = 64 << 20;
+/** Chunks staged ahead of the INSERTs at most (the disk they hold is bounded so). */
+const STAGED_AHEAD = 4;
+/** Names of the pipelined staging tables: the prefix, the Unix time of their import, a random tag, the chunk. */
+export const STAGING_TABLE_PREFIX = "focus_stage_";
+
 /**
- * Imports the file's bytes through the staging table, inside the caller's transaction (which
- * holds a savepoint to return to when this throws a data exception). `bytes` is the file from
- * its first byte (header included).
+ * Imports the file's bytes through staging tables, inside the caller's transaction (which holds a
+ * savepoint to return to when this throws a data exception). `bytes` is the file from its first
+ * byte (header included).
  */
 export async function importStaged(
   tx: Tx,
@@ -326,41 +363,243 @@ export async function importStaged(
   header: string[],
   defaults: Record<string, string>,
   bytes: AsyncIterable<Uint8Array>,
+  opts: StagingOptions = {},
 ): Promise<StagedImport> {
   await queryRows(tx, `SET LOCAL TimeZone = 'UTC'`);
-  await queryRows(tx, `CREATE TEMP TABLE focus_staging (${header.map((_, i) => `${ident(i)} text`).join(", ")}) ON COMMIT DROP`);
-  const sink = openCopyIn(tx, `COPY focus_staging FROM STDIN WITH (FORMAT csv, HEADER true)`);
-  const screen = new FieldScreen(screenKinds(header));
-  try {
-    for await (const chunk of bytes) {
-      screen.push(chunk);
-      await sink.writeBytes!(chunk);
+  const columns = header.map((_, i) => `${ident(i)} text`).join(", ");
+  const chunker = new Chunker(bytes, new FieldScreen(screenKinds(header)), opts.pool ? opts.chunkBytes ?? STAGING_CHUNK_BYTES : Infinity);
+  const insert = (table: string, flags: Screened) =>
+    queryRows(
+      tx,
+      `INSERT INTO billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")})
+       SELECT $1::uuid, $2::uuid, ${INSERT_COLUMNS.map((c) => `r.${c}`).join(", ")} FROM (${stagedRowsSql(header, defaults, withDefaults(flags, defaults), table)}) r`,
+      [orgId, importId],
+    );
+  const pool = opts.pool;
+  if (!pool) {
+    await queryRows(tx, `CREATE TEMP TABLE focus_staging (${columns}) ON COMMIT DROP`);
+    await copyPieces(tx, "focus_staging", true, chunker.pieces());
+    await insert("focus_staging", chunker.flags);
+    // What the import tracks: the distinct raw values of a few columns (one pass), read by the row path's own rules.
+    return trackedLists(await queryRows<TrackedGroup>(tx, trackingSql(header, defaults, "focus_staging")));
+  }
+
+  const stamp = `${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString("hex")}`;
+  const ready = new Handoff<{ table: string; flags: Screened; groups: TrackedGroup[] }>();
+  let stop = false;
+  const staging = (async () => {
+    for (let k = 0; !stop && (k === 0 || (await chunker.more())); k++) {
+      await ready.room(STAGED_AHEAD);
+      const table = `${STAGING_TABLE_PREFIX}${stamp}_${k}`;
+      opts.created?.push(table);
+      const groups = await pool.transaction(async (st) => {
+        await queryRows(st, `SET LOCAL statement_timeout = 0`);
+        await queryRows(st, `SET LOCAL work_mem = '64MB'`);
+        await queryRows(st, `CREATE UNLOGGED TABLE ${table} (${columns})`);
+        await copyPieces(st, table, k === 0, chunker.pieces());
+        // The chunk's tracked values, read here: off the INSERTs' session.
+        return queryRows<TrackedGroup>(st, trackingSql(header, defaults, table));
+      });
+      ready.push({ table, flags: chunker.flags, groups: groups.map((g) => ({ ...g, chunk: k })) });
     }
-    screen.end();
+  })().then(
+    () => ready.close(),
+    (e) => ready.fail(e),
+  );
+  const groups: TrackedGroup[] = [];
+  try {
+    for (let c = await ready.next(); c; c = await ready.next()) {
+      await insert(c.table, c.flags);
+      groups.push(...c.groups);
+    }
+  } finally {
+    stop = true;
+    ready.close();
+    await staging;
+  }
+  return trackedLists(groups);
+}
+
+/** The screen's findings with the defaults' values (cells of every row too) taken in. */
+function withDefaults(flags: Screened, defaults: Record<string, string>): Screened {
+  const values = Object.values(defaults);
+  const kinds = Object.entries(defaults).map(([c, v]) => [FOCUS_KIND[c], v] as const);
+  return {
+    blankEdges: flags.blankEdges || values.some((v) => /^[\x00-\x20]|[\x00-\x20]$/.test(v)),
+    nullWords: flags.nullWords || values.some((v) => v.toLowerCase() === "null"),
+    plainNumbers: !!flags.plainNumbers && kinds.every(([k, v]) => k !== "num" || /^[0-9.eE+-]*$/.test(v)),
+    plainTimestamps: !!flags.plainTimestamps && kinds.every(([k, v]) => k !== "ts" || v === "" || /^\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$/.test(v)),
+    escaped: flags.escaped,
+  };
+}
+
+/** `COPY … FROM STDIN (FORMAT csv)` of the pieces into `table`, in the session's transaction. */
+async function copyPieces(session: Tx, table: string, header: boolean, pieces: AsyncIterable<Uint8Array>): Promise<void> {
+  const sink = openCopyIn(session, `COPY ${table} FROM STDIN WITH (FORMAT csv, HEADER ${header})`);
+  try {
+    for await (const piece of pieces) await sink.writeBytes!(piece);
     await sink.end();
   } catch (e) {
     await sink.abort(e);
     throw e;
   }
-  // Defaults are cells too.
-  const values = Object.values(defaults);
-  const defaultKinds = Object.entries(defaults).map(([c, v]) => [FOCUS_KIND[c], v] as const);
-  const rowsSql = stagedRowsSql(header, defaults, {
-    blankEdges: screen.blankEdges || values.some((v) => /^[\x00-\x20]|[\x00-\x20]$/.test(v)),
-    nullWords: screen.nullWords || values.some((v) => v.toLowerCase() === "null"),
-    plainNumbers: screen.plainNumbers && defaultKinds.every(([k, v]) => k !== "num" || /^[0-9.eE+-]*$/.test(v)),
-    plainTimestamps: screen.plainTimestamps && defaultKinds.every(([k, v]) => k !== "ts" || v === "" || /^\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$/.test(v)),
-    escaped: screen.escaped,
-  });
-  await queryRows(
-    tx,
-    `INSERT INTO billing_line_items (org_id, import_id, ${INSERT_COLUMNS.join(", ")})
-     SELECT $1::uuid, $2::uuid, ${INSERT_COLUMNS.map((c) => `r.${c}`).join(", ")} FROM (${rowsSql}) r`,
-    [orgId, importId],
+}
+
+const CLEAN: Screened = { blankEdges: false, nullWords: false, plainNumbers: true, plainTimestamps: true, escaped: new Set() };
+
+/** Both findings at once: any careful rule either needs. */
+function eitherScreened(a: Screened, b: Screened): Screened {
+  return {
+    blankEdges: a.blankEdges || b.blankEdges,
+    nullWords: a.nullWords || b.nullWords,
+    plainNumbers: !!a.plainNumbers && !!b.plainNumbers,
+    plainTimestamps: !!a.plainTimestamps && !!b.plainTimestamps,
+    escaped: new Set([...(a.escaped ?? []), ...(b.escaped ?? [])]),
+  };
+}
+
+/**
+ * The file's bytes as chunks of whole records: `pieces()` gives the next chunk's bytes (ending at
+ * a line end outside quotes once `limit` bytes are reached), screened on the way; `flags` is then
+ * what the screen found in it. The screen's findings are taken at each cut, so a chunk's are those
+ * of the buffers it spans (the buffer cut in two counts for both chunks: careful, never wrong).
+ */
+class Chunker {
+  private readonly it: AsyncIterator<Uint8Array>;
+  /** Bytes read but not yet given: a cut buffer's tail (screened with the buffer), buffers read ahead or larger than a chunk. */
+  private readonly pending: { bytes: Uint8Array; screened: boolean }[] = [];
+  private ended = false;
+  private lastTake: Screened = CLEAN;
+  /** What the screen found in the chunk whose pieces were read last. */
+  flags: Screened = CLEAN;
+
+  constructor(source: AsyncIterable<Uint8Array>, private readonly screen: FieldScreen, private readonly limit: number) {
+    this.it = source[Symbol.asyncIterator]();
+  }
+
+  /** Whether bytes are left for another chunk (reads ahead one buffer to know). */
+  async more(): Promise<boolean> {
+    if (this.pending.length) return true;
+    const next = await this.read();
+    // read() queued the rest of a buffer larger than a chunk: its first part goes before them.
+    if (next) this.pending.unshift({ bytes: next, screened: false });
+    return next !== null;
+  }
+
+  async *pieces(): AsyncGenerator<Uint8Array> {
+    let size = 0;
+    for (;;) {
+      const queued = this.pending.shift();
+      const buf = queued?.bytes ?? (await this.read());
+      if (!buf) break;
+      if (!queued?.screened) this.screen.push(buf);
+      const cut = queued?.screened ? -1 : this.screen.lastRecordEnd;
+      if (size + buf.length >= this.limit && cut > 0) {
+        this.takeFlags();
+        if (cut < buf.length) this.pending.unshift({ bytes: buf.subarray(cut), screened: true });
+        yield buf.subarray(0, cut);
+        return;
+      }
+      size += buf.length;
+      yield buf;
+    }
+    this.takeFlags();
+  }
+
+  /** The next buffer of the file, in parts of at most one chunk; null at its end (then the screen is told). */
+  private async read(): Promise<Uint8Array | null> {
+    if (this.ended) return null;
+    const r = await this.it.next();
+    if (r.done) {
+      this.ended = true;
+      this.screen.end();
+      return null;
+    }
+    const buf = r.value;
+    if (buf.length <= this.limit) return buf;
+    for (let at = this.limit; at < buf.length; at += this.limit) this.pending.push({ bytes: buf.subarray(at, Math.min(at + this.limit, buf.length)), screened: false });
+    return buf.subarray(0, this.limit);
+  }
+
+  private takeFlags(): void {
+    const take = this.screen.takeFlags();
+    this.flags = eitherScreened(this.lastTake, take);
+    this.lastTake = take;
+  }
+}
+
+/** Staged chunks handed from the staging session to the INSERTs, in order. */
+class Handoff<T> {
+  private readonly items: T[] = [];
+  private closed = false;
+  private failure: { error: unknown } | null = null;
+  /** The consumer waiting for an item, the producer waiting for room. */
+  private itemWaiter: (() => void) | null = null;
+  private roomWaiter: (() => void) | null = null;
+
+  push(item: T): void {
+    this.items.push(item);
+    this.wakeConsumer();
+  }
+  close(): void {
+    this.closed = true;
+    this.wakeConsumer();
+    this.wakeProducer();
+  }
+  fail(error: unknown): void {
+    this.failure = { error };
+    this.wakeConsumer();
+  }
+  /** The next item; null once closed; throws the producer's failure. */
+  async next(): Promise<T | null> {
+    for (;;) {
+      if (this.failure) throw this.failure.error;
+      if (this.items.length) {
+        const item = this.items.shift()!;
+        this.wakeProducer();
+        return item;
+      }
+      if (this.closed) return null;
+      await new Promise<void>((r) => (this.itemWaiter = r));
+    }
+  }
+  /** Waits until fewer than `ahead` items wait (or the consumer is gone). */
+  async room(ahead: number): Promise<void> {
+    while (this.items.length >= ahead && !this.closed) await new Promise<void>((r) => (this.roomWaiter = r));
+  }
+  private wakeConsumer(): void {
+    const w = this.itemWaiter;
+    this.itemWaiter = null;
+    w?.();
+  }
+  private wakeProducer(): void {
+    const w = this.roomWaiter;
+    this.roomWaiter = null;
+    w?.();
+  }
+}
+
+/**
+ * Drops the pipelined staging tables of imports that ended without doing it themselves (a
+ * process killed mid-import): those whose name is older than `maxAgeSeconds`.
+ */
+export async function dropStaleStagingTables(db: Db, now: Date, maxAgeSeconds = 6 * 3600): Promise<number> {
+  const rows = await queryRows<{ name: string }>(
+    db,
+    `SELECT c.relname AS name FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND c.relname LIKE $1`,
+    [`${STAGING_TABLE_PREFIX.replace(/_/g, "\\_")}%`],
   );
-  // What the import tracks: the distinct raw values of a few columns (one pass), read by the row path's own rules.
-  const groups = await queryRows<TrackedGroup>(tx, trackingSql(header, defaults));
-  return trackedLists(groups);
+  const stale = rows.map((r) => r.name).filter((n) => {
+    const t = Number(n.slice(STAGING_TABLE_PREFIX.length).split("_")[0]);
+    return Number.isFinite(t) && t < now.getTime() / 1000 - maxAgeSeconds;
+  });
+  if (stale.length) await queryRows(db, `DROP TABLE IF EXISTS ${stale.map((n) => `"${n}"`).join(", ")}`);
+  return stale.length;
+}
+
+/** Drops the staging tables an import created (after its transaction). */
+export async function dropStagingTables(db: Db, tables: string[]): Promise<void> {
+  if (tables.length) await queryRows(db, `DROP TABLE IF EXISTS ${tables.map((n) => `"${n}"`).join(", ")}`);
 }
 
 /** Commitment ids the inventory step takes from one file (FocusImportState's bound). */
@@ -379,13 +618,15 @@ interface TrackedGroup {
   period_status: string | null;
   invoiced: boolean | null;
   n: string;
-  /** Position of the group's first row in the file (block × 2^16 + offset of its first tuple). */
+  /** Position of the group's first row in its chunk (block × 2^16 + offset of its first tuple). */
   first: number;
+  /** The chunk it was found in (0 when the file was staged whole). */
+  chunk?: number;
 }
 
 /** The periods, accounts, commitments and closed months of the file, as the row path finds them (first seen first). */
 function trackedLists(groups: TrackedGroup[]): StagedImport {
-  const by = (g: TrackedGroup["g"]) => groups.filter((r) => r.g === g).sort((a, b) => a.first - b.first);
+  const by = (g: TrackedGroup["g"]) => groups.filter((r) => r.g === g).sort((a, b) => (a.chunk ?? 0) - (b.chunk ?? 0) || a.first - b.first);
   const providerOfRaw = (v: string | null) => {
     const p = nullable(v ?? undefined);
     return p ? providerOf(p) ?? null : null;
@@ -438,7 +679,7 @@ function trackedLists(groups: TrackedGroup[]): StagedImport {
 }
 
 /** The distinct raw values the tracking needs, as grouping sets of one scan of the staged rows. */
-function trackingSql(header: string[], defaults: Record<string, string>): string {
+function trackingSql(header: string[], defaults: Record<string, string>, table: string): string {
   const { index, raw } = stagedColumns(header, defaults);
   const invoiced = index.has("InvoiceId") ? `NOT ${isNullRaw(raw("InvoiceId"))}` : "NULL::boolean";
   const cols = {
@@ -456,7 +697,7 @@ function trackingSql(header: string[], defaults: Record<string, string>): string
          WHEN GROUPING(x.billing_account_id) = 0 THEN 'period' ELSE 'month' END AS g,
        ${Object.keys(cols).map((c) => `x.${c}`).join(", ")}, count(*) AS n,
        ((min(x.ctid)::text::point)[0] * 65536 + (min(x.ctid)::text::point)[1])::float8 AS first
-     FROM (SELECT s.ctid, ${Object.entries(cols).map(([c, e]) => `${e} AS ${c}`).join(", ")} FROM focus_staging s) x
+     FROM (SELECT s.ctid, ${Object.entries(cols).map(([c, e]) => `${e} AS ${c}`).join(", ")} FROM ${table} s) x
      GROUP BY x.provider, GROUPING SETS (
        (x.billing_account_id, x.billing_period_start),
        (x.billing_account_id, x.billing_account_name, x.sub_account_id, x.sub_account_name),

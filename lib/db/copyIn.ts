@@ -38,6 +38,12 @@ class CopyLineEncoder {
   }
 }
 
+/** Sessions the pool under `db` may hold at once (postgres.js's `max`; 1 when unknown, as PGlite's one). */
+export function poolSessions(db: unknown): number {
+  const max = (db as any)?.$client?.options?.max;
+  return typeof max === "number" && max > 0 ? max : 1;
+}
+
 /** The transaction's driver streams one COPY of any length (postgres.js): raw bytes can go to the server as they are. */
 export function copyInStreams(tx: Tx): boolean {
   return typeof (tx as any)?.session?.client?.unsafe === "function";

@@ -245,6 +245,50 @@ describeEachDb("imports PostgreSQL parses", (driver) => {
     });
   }
 
+  const stagingTables = () => t.s.handle.query<{ name: string }>(`SELECT relname AS name FROM pg_class WHERE relname LIKE 'focus\\_stage\\_%' ORDER BY 1`);
+
+  test("a file cut into many chunks (staged by another session while the import inserts): the same as row by row, and the chunks' tables are gone after", async () => {
+    // Quoted line breaks and a kept value to escape in the rows; chunks of ~300 bytes cut after every line or two.
+    const csv = edgeCsv([...EDGE_ROWS, ...EDGE_ROWS.slice(0, 3)]);
+    const { staged, rowByRow, a, b } = await both(fileOf(csv), { stagingChunkBytes: 300 });
+    expect(a.parsed_by).toBe(driver === "postgres" ? "postgresql" : "row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    await expectSameData(staged, rowByRow);
+    // Accounts named by their first row, as the row path names them, across chunks.
+    expect(a.accounts_discovered).toBe(b.accounts_discovered);
+    if (driver === "postgres") expect(await stagingTables()).toEqual([]);
+    // The chunks, seen from another session while the import's transaction is still open.
+    if (driver === "postgres") {
+      let chunks = 0;
+      const again = await t.newOrg();
+      await importFocusFile(t.s.db, again.id, fileOf(csv), { now: NOW, stagingChunkBytes: 300, beforeCommit: async () => void (chunks = (await stagingTables()).length) });
+      expect(chunks).toBeGreaterThan(5);
+      await expectSameData(again, rowByRow);
+    }
+  });
+
+  test("a row the row path reads otherwise in a later chunk: row by row from the start, the same outcome, no staging table left", async () => {
+    const csv = edgeCsv([...EDGE_ROWS, ...EDGE_ROWS.slice(0, 2)]);
+    const late = csv.slice(0, csv.lastIndexOf(",12.5,")) + ",NaN," + csv.slice(csv.lastIndexOf(",12.5,") + 6);
+    const { staged, rowByRow, a, b } = await both(fileOf(late), { stagingChunkBytes: 300, skipInvalid: true });
+    expect(a.parsed_by).toBe("row_by_row");
+    expect(comparable(a)).toEqual(comparable(b));
+    expect(a.rows_rejected).toBe(1);
+    await expectSameData(staged, rowByRow);
+    if (driver === "postgres") expect(await stagingTables()).toEqual([]);
+  });
+
+  test.skipIf(driver !== "postgres")("a staging table left by a killed import is dropped by a later one once it is six hours old; a recent one is left to its import", async () => {
+    const old = Math.floor(NOW.getTime() / 1000) - 7 * 3600;
+    const recent = Math.floor(NOW.getTime() / 1000) - 60;
+    await t.s.handle.query(`CREATE UNLOGGED TABLE focus_stage_${old}_dead_0 (c0 text)`);
+    await t.s.handle.query(`CREATE UNLOGGED TABLE focus_stage_${recent}_live_0 (c0 text)`);
+    const org = await t.newOrg();
+    await importFocusFile(t.s.db, org.id, fileOf(edgeCsv(EDGE_ROWS.slice(0, 2))), { now: NOW });
+    expect((await stagingTables()).map((r) => r.name)).toEqual([`focus_stage_${recent}_live_0`]);
+    await t.s.handle.query(`DROP TABLE focus_stage_${recent}_live_0`);
+  });
+
   test("the same file again writes nothing while its rows are current; after another import replaced its period, it is imported again", async () => {
     const org = await t.newOrg();
     const jan = fileOf(edgeCsv(EDGE_ROWS.slice(0, 3)));
