@@ -99,6 +99,16 @@ export class ProviderError extends AppError {
   }
 }
 
+/**
+ * The client went away before its answer was ready (its query was cancelled). Nobody reads the
+ * body; 499 is the status proxies log for it, so the request log tells it from a failure.
+ */
+export class ClientGoneError extends AppError {
+  constructor() {
+    super(499, "client_closed_request", "The client closed the request before its answer was ready.", "client_closed_request");
+  }
+}
+
 export class InternalError extends AppError {
   constructor() {
     super(500, 500, "Something went wrong on our side; the error has been logged.", "internal_error");

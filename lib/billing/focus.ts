@@ -348,8 +348,10 @@ export async function importFocusFile(db: Db, orgId: string, path: string, opts:
   if (!statSync(path).isFile()) return importFocus(db, orgId, openFocusFile(path), o);
   const digest = await contentDigest(path, o);
   // A second session of the pool stages the file's chunks while the import's own inserts them.
-  const pipelined = !o.rowByRow && poolSessions(db) >= 2;
-  if (pipelined) await dropStaleStagingTables(db, o.now ?? new Date()).catch(() => 0);
+  const releasePipeline = o.rowByRow ? null : claimPipelinedStaging(db);
+  const pipelined = releasePipeline !== null;
+  // The wall clock, not `o.now`: staging tables are named by the wall clock they were made at.
+  if (pipelined) await dropStaleStagingTables(db, new Date()).catch(() => 0);
   const created: string[] = [];
   try {
     return await importInTransaction(db, orgId, o, digest, async (tx, importId) => {
@@ -369,9 +371,31 @@ export async function importFocusFile(db: Db, orgId: string, path: string, opts:
       return loadRowByRow(tx, orgId, importId, openFocusFile(path), o);
     });
   } finally {
+    releasePipeline?.();
     // The staging tables: once the import's transaction, which read them, is over (a leftover is dropped by a later import).
     await dropStagingTables(db, created).catch(() => {});
   }
+}
+
+/** Pipelined imports running in this process, per pool. */
+const pipelinedImports = new WeakMap<object, number>();
+
+/**
+ * A pipelined import holds its transaction's session and then waits for a second one: with as
+ * many of them as the pool has sessions, each would wait for another's forever. At most
+ * pool − 1 run at once; the others stage their file whole in their own session. The release,
+ * or null when this import must not pipeline.
+ */
+function claimPipelinedStaging(db: Db): (() => void) | null {
+  const running = pipelinedImports.get(db) ?? 0;
+  if (running >= poolSessions(db) - 1) return null;
+  pipelinedImports.set(db, running + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    pipelinedImports.set(db, (pipelinedImports.get(db) ?? 1) - 1);
+  };
 }
 
 /** SQLSTATE class 22 (a value PostgreSQL could not take) or a NOT NULL violation: the staged path's signal to go row by row. */

@@ -61,12 +61,7 @@ export class DownloadIdleError extends Error {
 }
 
 /** Thrown by a stream's `push` once the client has gone away (the body stream was cancelled). */
-export class ClientGoneError extends Error {
-  constructor() {
-    super("client went away");
-    this.name = "ClientGoneError";
-  }
-}
+export { ClientGoneError } from "../errors.ts";
 
 interface Waiter {
   grant(): void;

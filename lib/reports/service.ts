@@ -736,12 +736,8 @@ export async function reportDownload(s: Pick<Services, "handle" | "config" | "lo
     });
   } catch (e) {
     release();
-    // The client went away while its report was computed: the query was cancelled, nobody is
-    // left to answer (499, as proxies log it).
-    if (e instanceof ClientGoneError) {
-      s.log.info("report download cancelled by the client before its first byte", fields);
-      return new Response(null, { status: 499 });
-    }
+    // The query was cancelled; the app's error handler answers nobody with a 499.
+    if (e instanceof ClientGoneError) s.log.info("report download cancelled by the client before its first byte", fields);
     throw e;
   }
 }

@@ -17,6 +17,7 @@ import { useTestApp } from "../helpers/app.ts";
 import { FocusImportRejected, importFocusFile, type ImportOptions, type ImportResult } from "../../lib/billing/focus.ts";
 import { focusCsv } from "../reports/helpers.ts";
 import { FieldScreen, ScreenKind } from "../../lib/billing/focusStaged.ts";
+import { openDb } from "../../lib/db/index.ts";
 
 const NOW = new Date("2023-03-10T00:00:00Z");
 const dir = mkdtempSync(join(tmpdir(), "commitops-staged-"));
@@ -279,14 +280,32 @@ describeEachDb("imports PostgreSQL parses", (driver) => {
   });
 
   test.skipIf(driver !== "postgres")("a staging table left by a killed import is dropped by a later one once it is six hours old; a recent one is left to its import", async () => {
-    const old = Math.floor(NOW.getTime() / 1000) - 7 * 3600;
-    const recent = Math.floor(NOW.getTime() / 1000) - 60;
+    // Named by the wall clock (the import's billing `now` is years earlier and must not matter).
+    const old = Math.floor(Date.now() / 1000) - 7 * 3600;
+    const recent = Math.floor(Date.now() / 1000) - 60;
     await t.s.handle.query(`CREATE UNLOGGED TABLE focus_stage_${old}_dead_0 (c0 text)`);
     await t.s.handle.query(`CREATE UNLOGGED TABLE focus_stage_${recent}_live_0 (c0 text)`);
     const org = await t.newOrg();
     await importFocusFile(t.s.db, org.id, fileOf(edgeCsv(EDGE_ROWS.slice(0, 2))), { now: NOW });
     expect((await stagingTables()).map((r) => r.name)).toEqual([`focus_stage_${recent}_live_0`]);
     await t.s.handle.query(`DROP TABLE focus_stage_${recent}_live_0`);
+  });
+
+  test.skipIf(driver !== "postgres")("three imports at once on a two-session pool: one pipelines, the others stage their file whole in their own session; none waits forever for a session another holds", async () => {
+    const small = await openDb({ url: t.db.url!, migrate: false, postgres: { poolSize: 2 } });
+    try {
+      const csv = edgeCsv([...EDGE_ROWS, ...EDGE_ROWS.slice(0, 3)]);
+      const orgs = [await t.newOrg(), await t.newOrg(), await t.newOrg()];
+      const reference = await t.newOrg();
+      await importFocusFile(t.s.db, reference.id, fileOf(csv), { now: NOW, rowByRow: true });
+      // Without the cap each would hold one session and wait for a second: this would never end.
+      const results = await Promise.all(orgs.map((o) => importFocusFile(small.db, o.id, fileOf(csv), { now: NOW, stagingChunkBytes: 300 })));
+      for (const r of results) expect(r.parsed_by).toBe("postgresql");
+      for (const o of orgs) await expectSameData(o, reference);
+      expect(await stagingTables()).toEqual([]);
+    } finally {
+      await small.close();
+    }
   });
 
   test("the same file again writes nothing while its rows are current; after another import replaced its period, it is imported again", async () => {

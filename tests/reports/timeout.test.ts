@@ -77,6 +77,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("a report whose client goes away
         client.abort();
         const r = await answer;
         expect(r.status).toBe(499);
+        expect((await r.json()).code).toBe("client_closed_request");
         expect(performance.now() - gone).toBeLessThan(2000);
         expect(await waitingReports()).toBe(0);
       }
