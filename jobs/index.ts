@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { measuredJobRun } from "../lib/metrics/process.ts";
 import type { Services } from "../lib/services.ts";
 import { errorForLog } from "../lib/log.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
@@ -40,7 +41,7 @@ export async function jobsPlugin(s: Services) {
       timezone: "UTC",
       protect: true,
       run: () => {
-        job.run(s).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
+        measuredJobRun(job.name, () => job.run(s)).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
       },
     });
     const configured = job.schedule?.(s.config) ?? job.pattern;

@@ -28,6 +28,10 @@ export interface Config {
   mcpAllowedOrigins: string[];
   /** Beta API requests per credential per minute and process (API_RATE_LIMIT_PER_MINUTE; 0 = off). */
   apiRateLimitPerMinute: number;
+  /** Bearer token a scraper sends for /metrics on the service's port (METRICS_TOKEN); unset: not served there. */
+  metricsToken?: string;
+  /** A second port, bound to 127.0.0.1, serving only /metrics without a token (METRICS_PORT); unset: none. */
+  metricsPort?: number;
   /** Largest request body in bytes (MAX_BODY_BYTES, default 1 MiB); larger → 413. */
   maxBodyBytes: number;
   /** OAuth: access-token lifetime in seconds (OAUTH_ACCESS_TOKEN_TTL, default 3600). */
@@ -150,6 +154,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     seedDemo: bool(env.SEED_DEMO, true),
     mcpAllowedOrigins: (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean),
     apiRateLimitPerMinute: Number(env.API_RATE_LIMIT_PER_MINUTE ?? 1200),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsPort: positiveInt(env.METRICS_PORT, 0) || undefined,
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1024 * 1024),
     oauthAccessTokenTtl: Number(env.OAUTH_ACCESS_TOKEN_TTL ?? 3600),
     oauthRefreshTokenTtl: Number(env.OAUTH_REFRESH_TOKEN_TTL ?? 30 * 86400),

@@ -35,3 +35,22 @@ export function listen(s: Services, app: { handle(request: Request): Promise<Res
     error: (e) => lastResortResponse(s.log, e),
   });
 }
+
+/**
+ * METRICS_PORT: /metrics alone, without a token, on 127.0.0.1 (a scraper on the same host or a
+ * sidecar). Everything else there is a 404.
+ */
+export function listenMetrics(s: Services, port: number) {
+  return Bun.serve({
+    port,
+    hostname: "127.0.0.1",
+    development: false,
+    reusePort: false,
+    fetch: async (req) => {
+      if (new URL(req.url).pathname !== "/metrics" || (req.method !== "GET" && req.method !== "HEAD")) return new Response("Not found\n", { status: 404 });
+      const { metricsResponse, serviceMetrics } = await import("../lib/metrics/service.ts");
+      return metricsResponse(serviceMetrics(s));
+    },
+    error: (e) => lastResortResponse(s.log, e),
+  });
+}

@@ -6,7 +6,7 @@ import { createLogger } from "../lib/log.ts";
 import { openDb, ReadReplicaConfigError } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
-import { listen } from "./bun-server.ts";
+import { listen, listenMetrics } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
 import { backgroundPurchasesSettled } from "../lib/purchasing/executor.ts";
 import { warmConsole } from "../lib/console/assets.ts";
@@ -56,6 +56,15 @@ export async function serve() {
       process.exit(1);
     }
     throw e;
+  }
+
+  // Metrics on a loopback port of their own (METRICS_PORT): a failure to bind is said and the service goes on.
+  if (config.metricsPort) {
+    try {
+      listenMetrics(s, config.metricsPort);
+    } catch (e) {
+      log.error("metrics port unavailable", { port: config.metricsPort, error: e instanceof Error ? e.message : String(e) });
+    }
   }
 
   const lines = [

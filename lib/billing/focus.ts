@@ -9,6 +9,7 @@
  * `skipInvalid` the valid rows are kept. Re-importing a (provider, billing account, billing
  * period) replaces the rows imported before for it, so nothing is counted twice.
  */
+import { importBytes, importDuration, importRows } from "../metrics/process.ts";
 import { createReadStream, statSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createGunzip } from "node:zlib";
@@ -199,6 +200,19 @@ async function loadRowByRow(tx: Tx, orgId: string, importId: string, input: Read
  * whose earlier import with the same digest is still current is not imported again.
  */
 async function importInTransaction(db: Db, orgId: string, opts: ImportOptions, digest: string | null, load: (tx: Tx, importId: string) => Promise<LoadedRows>): Promise<ImportResult> {
+  const end = importDuration.startTimer();
+  try {
+    const result = await importRowsInTransaction(db, orgId, opts, digest, load);
+    end({ outcome: result.unchanged ? "unchanged" : "imported" });
+    if (result.rows_imported) importRows.inc({ parsed_by: result.parsed_by ?? "row_by_row" }, result.rows_imported);
+    return result;
+  } catch (e) {
+    end({ outcome: "failed" });
+    throw e;
+  }
+}
+
+async function importRowsInTransaction(db: Db, orgId: string, opts: ImportOptions, digest: string | null, load: (tx: Tx, importId: string) => Promise<LoadedRows>): Promise<ImportResult> {
   const fileName = opts.fileName ?? "upload.csv";
   return db.transaction(async (tx) => {
     // The file's one COPY lasts as long as the file (minutes at 10 M rows), and an import may wait
@@ -345,7 +359,9 @@ function unchangedResult(fileName: string, same: { id: string; rows_imported: nu
 export async function importFocusFile(db: Db, orgId: string, path: string, opts: ImportOptions = {}): Promise<ImportResult> {
   const o: ImportOptions = { fileName: path.split(/[\\/]/).pop(), ...opts };
   // A pipe or a device is read once, as it comes: no digest, no second reading.
-  if (!statSync(path).isFile()) return importFocus(db, orgId, openFocusFile(path), o);
+  const stat = statSync(path);
+  if (!stat.isFile()) return importFocus(db, orgId, openFocusFile(path), o);
+  importBytes.inc(stat.size);
   const digest = await contentDigest(path, o);
   // A second session of the pool stages the file's chunks while the import's own inserts them.
   const releasePipeline = o.rowByRow ? null : claimPipelinedStaging(db);

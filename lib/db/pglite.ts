@@ -287,6 +287,7 @@ export async function openPglite(dataDir?: string, opts: { template?: boolean } 
     driver: "pglite",
     poolSize: 1,
     description: dataDir ? `pglite:${resolve(dataDir)}` : "pglite:memory",
+    status: () => ({ up: !closed }),
     async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
       if (options?.prepare) return prepared<T>(text, params);
       const r = await client.query(text, params as any[]);

@@ -209,14 +209,16 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
     const query = () => (current ??= sql().unsafe(text, params, options));
     // A COPY … FROM STDIN waits on us (we feed it), not on the server.
     const feeding = COPY_FROM_STDIN.test(text);
-    const make = () =>
-      health.watch((op) => {
+    const make = () => {
+      const p = health.watch((op) => {
         op.setDeadline(deadline());
         if (feeding) op.busy();
         const q = query();
         op.onDeadline(() => q.cancel());
         return values ? q.values() : q;
       });
+      return retryable ? countStatement(p) : p;
+    };
     const again = () => {
       current = null;
       return make();
@@ -281,6 +283,17 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
    * (its statements are watched one by one). When the BEGIN itself fails because its connection
    * was found dead, nothing of the transaction has run yet, so it is started once more.
    */
+  /**
+   * What holds or waits for the pool's connections: a transaction waits until its body starts and
+   * holds one until it ends; a statement outside a transaction is counted from sending to answer
+   * (postgres.js queues it on a busy connection once every connection is taken).
+   */
+  const poolUse = { transactions: 0, transactionsWaiting: 0, statements: 0 };
+  const countStatement = <T>(p: Promise<T>): Promise<T> => {
+    poolUse.statements++;
+    return p.finally(() => poolUse.statements--);
+  };
+
   const beginWatched = async (mode: string | undefined, fn: (tx: any, op: WatchedOp, rawTx: any) => Promise<any>): Promise<any> => {
     // A request's exactly-once write: the transaction's last statement records a marker, so an
     // unanswered COMMIT can be told apart afterwards (lib/db/requestScope.ts).
@@ -290,10 +303,15 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
     for (let attempt = 0; ; attempt++) {
       let started = false;
       let result: { value: any } | null = null;
+      poolUse.transactionsWaiting++;
       try {
         return await health.watch((op) => {
           const state = { deadlineMs: statementDeadlineMs };
           const body = async (tx: any) => {
+            if (!started) {
+              poolUse.transactionsWaiting--;
+              poolUse.transactions++;
+            }
             started = true;
             op.busy();
             let value: any;
@@ -324,6 +342,9 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
         }
         if (started || attempt > 0 || !mayRetry(e)) throw e;
         await settle();
+      } finally {
+        if (started) poolUse.transactions--;
+        else poolUse.transactionsWaiting--;
       }
     }
   };
@@ -401,16 +422,25 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
     driver: "postgres",
     poolSize: cfg.poolSize,
     description: redact(url),
+    status() {
+      const holding = poolUse.transactions + poolUse.statements;
+      return {
+        up: health.state === "up",
+        pool: { inUse: Math.min(cfg.poolSize, holding), waiting: poolUse.transactionsWaiting + Math.max(0, holding - cfg.poolSize) },
+      };
+    },
     async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
       // `unsafe`'s watch and retry without its thenable wrapper (this runs on every request).
       const opts = options?.prepare ? PREPARED : undefined;
       const make = () =>
-        health.watch((op) => {
-          op.setDeadline(statementDeadlineMs);
-          const q = pool.unsafe(text, params as any[], opts);
-          op.onDeadline(() => q.cancel());
-          return q;
-        });
+        countStatement(
+          health.watch((op) => {
+            op.setDeadline(statementDeadlineMs);
+            const q = pool.unsafe(text, params as any[], opts);
+            op.onDeadline(() => q.cancel());
+            return q;
+          }),
+        );
       return (await (RETRYABLE.test(text) ? withRetry(make) : make())) as unknown as T[];
     },
     async stream<T>(text: string, params: unknown[], onBatch: (rows: T[]) => Promise<void> | void, batchSize = 5000, opts: StreamOptions = {}) {

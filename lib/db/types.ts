@@ -31,6 +31,18 @@ export interface QueryOptions {
   prepare?: boolean;
 }
 
+export interface DatabaseStatus {
+  /** False while the handle knows the database down (failing fast until a probe succeeds). */
+  up: boolean;
+  /** PostgreSQL's pool (PGlite has one in-process connection and no pool). */
+  pool?: {
+    /** Connections holding a transaction or a statement. */
+    inUse: number;
+    /** Transactions waiting for a connection, and statements beyond the pool's size. */
+    waiting: number;
+  };
+}
+
 export interface DatabaseHandle {
   db: Db;
   driver: "pglite" | "postgres";
@@ -67,6 +79,8 @@ export interface DatabaseHandle {
   ping?(): Promise<void>;
   /** Identifies the database in logs without credentials. */
   description: string;
+  /** The handle's view of its database and pool now (metrics). */
+  status?(): DatabaseStatus;
   /**
    * The read replica opened with this (primary) handle from DATABASE_READ_URL, read-only;
    * closed with it. Use it through `readConsistent` (lib/db/replica.ts), never for writes.

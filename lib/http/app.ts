@@ -1,6 +1,8 @@
 import { Elysia } from "elysia";
 import { registerFormats } from "./formats.ts";
-import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError } from "../errors.ts";
+import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError, UnauthorizedError } from "../errors.ts";
+import { metricsResponse, serviceMetrics } from "../metrics/service.ts";
+import { bearerMatches, isStatementTimeout } from "../metrics/access.ts";
 import { classifyError } from "./classifyError.ts";
 import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
@@ -21,6 +23,8 @@ interface RequestMeta {
   start: number;
   /** Set by the error handler: the error Response's status is not visible to onAfterResponse. */
   status?: number;
+  /** The route as registered (metrics only). */
+  route?: string;
 }
 
 /** The path of a request URL without parsing the whole URL (the entry has normalised it). */
@@ -49,7 +53,16 @@ function toAppError(code: string | number, error: any): AppError {
 export function createApp(s: Services) {
   registerFormats();
   const meta = new WeakMap<Request, RequestMeta>();
-  let knownRoutes: { method: string; matches: (segments: string[]) => boolean }[] = [];
+  // Recorded only when something can scrape them.
+  const metrics = s.config.metricsToken || s.config.metricsPort ? serviceMetrics(s) : null;
+  /** The registered route of a request Elysia routed; else the known route its path matches (refused before routing), else "unmatched". */
+  const routeTemplate = (request: Request): string => {
+    const routed = meta.get(request)?.route;
+    if (routed) return routed;
+    const here = pathSegments(pathOf(request.url));
+    return knownRoutes.find((r) => r.method === request.method && r.matches(here))?.path ?? "unmatched";
+  };
+  let knownRoutes: { method: string; path: string; matches: (segments: string[]) => boolean }[] = [];
   const guard = orgGuardOf(s);
   const idempotency = idempotencyKeysOf(s);
 
@@ -64,6 +77,10 @@ export function createApp(s: Services) {
       const rateLimit = await guard.check(request, pathOf(request.url));
       if (rateLimit) Object.assign(set.headers, rateLimit);
     })
+    .onTransform(({ request, route }) => {
+      const m = metrics && meta.get(request);
+      if (m) m.route = route;
+    })
     .onError(async ({ code, error, request, path }) => {
       let url: string | null = null;
       await idempotency.failed(request);
@@ -77,6 +94,10 @@ export function createApp(s: Services) {
         }
         const m = meta.get(request);
         if (m) m.status = err.status;
+        if (metrics) {
+          if (err.status === 429) metrics.rateLimitRefusals.inc();
+          if (isStatementTimeout(error)) metrics.statementTimeouts.inc();
+        }
         if (err.status >= 500) {
           s.log.error("request failed", {
             request_id: m?.id,
@@ -111,6 +132,16 @@ export function createApp(s: Services) {
               });
             },
           ],
+    )
+    .get(
+      "/metrics",
+      async ({ request }) => {
+        // Off the API's keys: a scraper's own token (METRICS_TOKEN), or the loopback METRICS_PORT (scripts/server.ts).
+        if (!metrics || !s.config.metricsToken) throw new NotFoundError("No such resource.");
+        if (!bearerMatches(request.headers.get("authorization"), s.config.metricsToken)) throw new UnauthorizedError("A valid metrics token is required (Authorization: Bearer <METRICS_TOKEN>).");
+        return metricsResponse(metrics);
+      },
+      { detail: { hide: true } },
     )
     .get("/healthz", () => ({ status: "ok" }), { detail: { tags: ["Operations"], summary: "The process is alive", responses: HEALTH_RESPONSES } })
     .get(
@@ -155,9 +186,13 @@ export function createApp(s: Services) {
     { detail: { hide: true } },
   );
   for (const r of manifest) app.use(r.module(s, r.prefix));
-  knownRoutes = app.routes.map((r) => ({ method: r.method, matches: compileRoutePattern(r.path) }));
+  knownRoutes = app.routes.map((r) => ({ method: r.method, path: r.path, matches: compileRoutePattern(r.path) }));
   guard.declare(app.routes);
   exactlyOnceScope(app, (request) => errorResponse(new ServiceUnavailableError(), pathOf(request.url), guard.rateLimitHeadersOf(request)));
+  if (metrics) timedRequests(app, (request, response, seconds) =>
+    // The route as registered, never the raw path: the label's values are bounded by the routes.
+    metrics.httpDuration.observe({ method: request.method, route: routeTemplate(request), status: String(response.status) }, seconds),
+  );
   setSelfHandler(s, (request) => app.handle(request));
   return app;
 }
@@ -185,3 +220,14 @@ function exactlyOnceScope(app: { handle(request: Request): Promise<Response> }, 
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/** Every request's answer, timed to its head, as the entry receives it (the status as sent, whatever produced it). */
+function timedRequests(app: { handle(request: Request): Promise<Response> }, observe: (request: Request, response: Response, seconds: number) => void) {
+  const handle = app.handle.bind(app);
+  app.handle = async (request: Request) => {
+    const start = performance.now();
+    const response = await handle(request);
+    observe(request, response, (performance.now() - start) / 1000);
+    return response;
+  };
+}

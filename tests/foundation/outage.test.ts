@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcpProxy.ts";
+import { seriesValue } from "../helpers/prometheus.ts";
 import { createApp, type App } from "../../lib/http/app.ts";
 import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
@@ -45,6 +46,7 @@ function expectAll200(answers: Answer[]) {
 }
 
 const sleep = (ms: number) => Bun.sleep(ms);
+const METRICS_TOKEN = "outage-metrics-token";
 
 interface OutageApp {
   db: TestDatabase;
@@ -56,6 +58,8 @@ interface OutageApp {
   burst(n?: number): Promise<Answer[]>;
   /** Polls until a request answers 200; the time from `since` to that answer. */
   msUntil200(since: number, limitMs?: number): Promise<number>;
+  /** /metrics as a scraper reads it (status and text). */
+  scrape(): Promise<{ status: number; text: string }>;
   /** pg_terminate_backend of every other session of the test database (the pool's, the health check's probe). */
   terminateBackends(): Promise<number>;
 }
@@ -79,7 +83,7 @@ function useOutageApp(opts: { tls?: boolean } = {}): OutageApp {
       migrate: false,
       log: createLogger("debug", (line) => ctx.logs.push(JSON.parse(line))),
     });
-    const config = loadConfig({ PUBLIC_URL: "http://localhost" }, { jobsEnabled: false, seedDemo: false, apiRateLimitPerMinute: 0 });
+    const config = loadConfig({ PUBLIC_URL: "http://localhost" }, { jobsEnabled: false, seedDemo: false, apiRateLimitPerMinute: 0, metricsToken: METRICS_TOKEN });
     const s = createServices(ctx.handle, config, createLogger("silent"));
     app = createApp(s);
     orgId = (await createOrganization(s.db, { name: "Outage org" })).id;
@@ -109,6 +113,10 @@ function useOutageApp(opts: { tls?: boolean } = {}): OutageApp {
     const hung = new Promise<Answer>((r) => setTimeout(() => r({ path, status: -1, ms: HANG_MS, retryAfter: null, body: "(hung)" }), HANG_MS));
     return Promise.race([answer, hung]);
   };
+  ctx.scrape = async () => {
+    const r = await app.handle(new Request("http://localhost/metrics", { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }));
+    return { status: r.status, text: await r.text() };
+  };
   ctx.burst = (n = 20) => Promise.all([...Array(n)].map((_, i) => ctx.request(i % 2 ? "/readyz" : `/beta/v1/org/${orgId}`)));
   ctx.msUntil200 = async (since, limitMs = 5000) => {
     while (performance.now() - since < limitMs) {
@@ -131,8 +139,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
   const t = useOutageApp();
   const burst = (n?: number) => t.burst(n);
 
-  test("cut (connections refused, live ones reset): every request answers 503 + Retry-After within 2 s, for the whole outage", async () => {
+  const unavailable = (text: string) => seriesValue(text, "commitops_http_request_duration_seconds_count", { route: "/readyz", status: "503" }) ?? 0;
+
+  test("cut (connections refused, live ones reset): every request answers 503 + Retry-After within 2 s, for the whole outage; /metrics still answers, its down gauge and 503 counts moved", async () => {
     expectAll200(await burst());
+    const before = await t.scrape();
+    expect(seriesValue(before.text, "commitops_db_up")).toBe(1);
     await t.proxy.cut();
     expectAll503(await burst());
     await sleep(1000);
@@ -140,14 +152,24 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("database outages [postgres]", (
     await sleep(1500);
     expectAll503(await burst());
     expect(t.logs.some((l) => l.level === "warn" && l.msg.startsWith("database unreachable"))).toBe(true);
+    const during = await t.scrape();
+    expect(during.status).toBe(200);
+    expect(seriesValue(during.text, "commitops_db_up")).toBe(0);
+    // Three bursts of 20, half of them /readyz.
+    expect(unavailable(during.text) - unavailable(before.text)).toBe(30);
+    // The database's gauges are left out while it is down, not shown stale.
+    expect(seriesValue(during.text, "commitops_webhook_deliveries", { state: "pending" })).toBeUndefined();
   });
 
-  test("restore after a cut: requests succeed within 2 s", async () => {
+  test("restore after a cut: requests succeed within 2 s; the down gauge is back to 1", async () => {
     const t0 = performance.now();
     await t.proxy.restore();
     expect(await t.msUntil200(t0)).toBeLessThan(GOAL_MS);
     expectAll200(await burst());
     expect(t.logs.some((l) => l.level === "info" && l.msg === "database reachable again")).toBe(true);
+    const after = await t.scrape();
+    expect(seriesValue(after.text, "commitops_db_up")).toBe(1);
+    expect(seriesValue(after.text, "commitops_webhook_deliveries", { state: "pending" })).toBe(0);
   });
 
   test("blackhole (connections accepted, nothing flows, live ones go silent): 503 within 2 s, then at once", async () => {
