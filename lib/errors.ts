@@ -92,6 +92,13 @@ export class ServiceUnavailableError extends AppError {
   }
 }
 
+/** /readyz: a check failed (`detail.checks` lists them all); the same code as any 503 of an unavailable service. */
+export class NotReadyError extends AppError {
+  constructor(message: string, checks: unknown) {
+    super(503, "service_unavailable", message, "service_unavailable", {}, { checks }, { "Retry-After": "5" });
+  }
+}
+
 /** A cloud provider refused or could not be reached for what the request asked of it now (`detail.cause` says why). */
 export class ProviderError extends AppError {
   constructor(message: string, cause: string) {

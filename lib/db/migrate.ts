@@ -31,6 +31,19 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
 }
 
 /**
+ * The migrations this version has that the database has not applied (all of them on a database
+ * never migrated), and those the database has that this version does not know (a newer
+ * version applied them: expected while a rolling upgrade runs).
+ */
+export async function migrationState(handle: DatabaseHandle): Promise<{ pending: string[]; unknown: string[] }> {
+  const exists = await handle.query<{ t: string | null }>(`SELECT to_regclass('commitops_migrations')::text AS t`);
+  const rows = exists[0]?.t ? await handle.query<{ tag: string }>(`SELECT tag FROM commitops_migrations`) : [];
+  const done = new Set(rows.map((r) => r.tag));
+  const known = new Set(migrations.map((m) => m.tag));
+  return { pending: migrations.filter((m) => !done.has(m.tag)).map((m) => m.tag), unknown: [...done].filter((t) => !known.has(t)).sort() };
+}
+
+/**
  * The common case, a database already migrated, in one read without a transaction or the lock
  * (a round trip instead of six at every start). A migration another replica is applying is not
  * committed, so it reads as missing: the locked path then waits for it.

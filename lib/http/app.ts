@@ -1,8 +1,9 @@
 import { Elysia } from "elysia";
 import { registerFormats } from "./formats.ts";
-import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError, UnauthorizedError } from "../errors.ts";
+import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError, BadRequestError, InternalError, PayloadTooLargeError, UnauthorizedError, NotReadyError } from "../errors.ts";
 import { metricsResponse, serviceMetrics } from "../metrics/service.ts";
 import { bearerMatches, isStatementTimeout } from "../metrics/access.ts";
+import { readiness } from "../ops/readiness.ts";
 import { classifyError } from "./classifyError.ts";
 import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
@@ -147,14 +148,14 @@ export function createApp(s: Services) {
     .get(
       "/readyz",
       async () => {
-        try {
-          await (s.handle.ping ? s.handle.ping() : s.handle.query("SELECT 1"));
-        } catch (e) {
-          throw new ServiceUnavailableError();
+        const { ready, checks } = await readiness(s);
+        if (!ready) {
+          const failing = checks.filter((c) => c.status === "failing");
+          throw new NotReadyError(`Not ready: ${failing.map((c) => c.message ?? c.name).join(" ")}`, checks);
         }
-        return { status: "ready", database: s.handle.driver };
+        return { status: "ready", database: s.handle.driver, checks };
       },
-      { detail: { tags: ["Operations"], summary: "The database is reachable", responses: READY_RESPONSES } },
+      { detail: { tags: ["Operations"], summary: "The replica can serve: database, migrations, secret key", responses: READY_RESPONSES } },
     )
     // A browser opening the service lands in the console; API clients get the usual 404.
     .get(

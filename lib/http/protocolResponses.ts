@@ -14,10 +14,28 @@ export const HEALTH_RESPONSES = {
   200: { description: "The process is alive", content: json({ type: "object", required: ["status"], properties: { status: { type: "string", enum: ["ok"] } } }) },
 };
 
+const READINESS_CHECKS = {
+  type: "array",
+  description: "Each check and its state: `database` (answers), `migrations` (this version's are applied), `secret_key` (every stored credential can be opened with the keys set)",
+  items: {
+    type: "object",
+    required: ["name", "status"],
+    properties: {
+      name: { type: "string", enum: ["database", "migrations", "secret_key"] },
+      status: { type: "string", enum: ["ok", "failing", "skipped"] },
+      message: { type: "string", description: "What is wrong and what to do, or why it was not checked" },
+    },
+  },
+};
+
 export const READY_RESPONSES = {
   200: {
-    description: "The database answers",
-    content: json({ type: "object", required: ["status", "database"], properties: { status: { type: "string", enum: ["ready"] }, database: { type: "string", enum: ["pglite", "postgres"] } } }),
+    description: "Ready: every check passes (a 503 error body lists them in `detail.checks`)",
+    content: json({
+      type: "object",
+      required: ["status", "database", "checks"],
+      properties: { status: { type: "string", enum: ["ready"] }, database: { type: "string", enum: ["pglite", "postgres"] }, checks: READINESS_CHECKS },
+    }),
   },
 };
 

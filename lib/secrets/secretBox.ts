@@ -55,6 +55,11 @@ export class SecretBox {
     this.currentKeyId = currentId;
   }
 
+  /** Whether this box holds the key a secret was sealed under (the current one or a previous one). */
+  hasKey(keyId: string): boolean {
+    return this.keys.has(keyId);
+  }
+
   get canSeal(): boolean {
     return this.currentKeyId !== null;
   }

@@ -1,4 +1,5 @@
 import { endOnUncaughtErrors } from "../../lib/lastResort.ts";
+import { doctorCommands } from "./doctor.ts";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
@@ -21,14 +22,14 @@ const unavailable = () => {
 const noDatabase = new Proxy({} as any, { get: (_t, prop) => (prop === "db" ? new Proxy({}, { get: unavailable }) : prop === "close" ? async () => {} : unavailable) });
 
 /** Every command; features append theirs (one file per feature in scripts/cli/). */
-export const commands: CliCommand[] = [...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands, ...connectionCommands, ...purchasingCommands];
+export const commands: CliCommand[] = [...doctorCommands, ...coreCommands, ...supportCommands, ...planningCommands, ...billingCommands, ...catalogCommands, ...connectionCommands, ...purchasingCommands];
 
 function help(): string {
   return [
     "usage: commitops <command> [--flags]",
     "",
     "  serve                     start the server (same as npm start)",
-    ...commands.map((c) => `  ${`${c.group} ${c.name}`.padEnd(25)} ${c.summary}`),
+    ...commands.map((c) => `  ${`${c.group} ${c.name}`.trim().padEnd(25)} ${c.summary}`),
     "",
     "Every command takes --json. Database: DATABASE_URL, else the embedded one under DATA_DIR (./.data).",
   ].join("\n");
@@ -36,12 +37,16 @@ function help(): string {
 
 /** Runs one CLI invocation; returns the process exit code. */
 export async function runCli(argv: string[]): Promise<number> {
-  const [group, name, ...rest] = argv;
+  const [group, ...afterGroup] = argv;
   if (!group || group === "help" || group === "--help" || group === "-h") {
     console.log(help());
     return group ? 0 : 2;
   }
-  const cmd = commands.find((c) => c.group === group && c.name === name);
+  // A one-word command (`doctor`) takes everything after it as its arguments.
+  const single = commands.find((c) => c.group === group && c.name === "");
+  const name = single ? "" : afterGroup[0];
+  const rest = single ? afterGroup : afterGroup.slice(1);
+  const cmd = single ?? commands.find((c) => c.group === group && c.name === name);
   if (!cmd) {
     console.error(`unknown command: ${[group, name].filter(Boolean).join(" ")}\n\n${help()}`);
     return 2;
