@@ -32,6 +32,10 @@ export interface Config {
   metricsToken?: string;
   /** A second port, bound to 127.0.0.1, serving only /metrics without a token (METRICS_PORT); unset: none. */
   metricsPort?: number;
+  /** The OpenTelemetry collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); unset: no traces. */
+  otelEndpoint?: string;
+  /** The traces' service.name (OTEL_SERVICE_NAME, default commitops). */
+  otelServiceName: string;
   /** Largest request body in bytes (MAX_BODY_BYTES, default 1 MiB); larger → 413. */
   maxBodyBytes: number;
   /** OAuth: access-token lifetime in seconds (OAUTH_ACCESS_TOKEN_TTL, default 3600). */
@@ -156,6 +160,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     apiRateLimitPerMinute: Number(env.API_RATE_LIMIT_PER_MINUTE ?? 1200),
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsPort: positiveInt(env.METRICS_PORT, 0) || undefined,
+    otelEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    otelServiceName: env.OTEL_SERVICE_NAME || "commitops",
     maxBodyBytes: positiveInt(env.MAX_BODY_BYTES, 1024 * 1024),
     oauthAccessTokenTtl: Number(env.OAUTH_ACCESS_TOKEN_TTL ?? 3600),
     oauthRefreshTokenTtl: Number(env.OAUTH_REFRESH_TOKEN_TTL ?? 30 * 86400),

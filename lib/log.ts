@@ -1,3 +1,4 @@
+import { activeTraceIds } from "./tracing/index.ts";
 /** Structured JSON logs, one object per line. Secrets are redacted by key name. */
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
@@ -44,7 +45,8 @@ export function errorForLog(e: unknown) {
 export function createLogger(level: LogLevel = "info", sink: (line: string) => void = (l) => process.stdout.write(l + "\n")): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < ORDER[level]) return;
-    sink(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...(fields ? (redact(fields) as object) : {}) }));
+    // The active span's ids (tracing on): a log line and its trace found from each other.
+    sink(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...activeTraceIds(), ...(fields ? (redact(fields) as object) : {}) }));
   };
   return {
     debug: (m, f) => emit("debug", m, f),

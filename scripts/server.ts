@@ -10,6 +10,7 @@ import { listen, listenMetrics } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
 import { backgroundPurchasesSettled } from "../lib/purchasing/executor.ts";
 import { warmConsole } from "../lib/console/assets.ts";
+import { startTracing } from "../lib/tracing/index.ts";
 
 /** How long a stopping server waits for the purchases its approvals started. */
 const SHUTDOWN_PURCHASES_MS = 30_000;
@@ -36,6 +37,8 @@ export async function serve() {
     throw e;
   }
   const [{ createApp }, { seedDemoData, seedDemoOrganization }] = await appModules;
+  // Before the app is built: it instruments itself only when tracing is on.
+  const tracing = config.otelEndpoint ? await startTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName }) : null;
   const s = createServices(handle, config, log);
   const app = createApp(s);
   // The console's bundle is built (from source) or unpacked (binary) while the server starts.
@@ -102,6 +105,7 @@ export async function serve() {
     // (else it waits for the 600 s lease and recovery); bounded like the pool's own drain.
     await Promise.race([backgroundPurchasesSettled(s), new Promise((r) => setTimeout(r, SHUTDOWN_PURCHASES_MS))]);
     await handle.close().catch(() => {});
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));

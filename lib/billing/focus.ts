@@ -10,6 +10,7 @@
  * period) replaces the rows imported before for it, so nothing is counted twice.
  */
 import { importBytes, importDuration, importRows } from "../metrics/process.ts";
+import { inSpan } from "../tracing/index.ts";
 import { createReadStream, statSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createGunzip } from "node:zlib";
@@ -202,7 +203,11 @@ async function loadRowByRow(tx: Tx, orgId: string, importId: string, input: Read
 async function importInTransaction(db: Db, orgId: string, opts: ImportOptions, digest: string | null, load: (tx: Tx, importId: string) => Promise<LoadedRows>): Promise<ImportResult> {
   const end = importDuration.startTimer();
   try {
-    const result = await importRowsInTransaction(db, orgId, opts, digest, load);
+    const result = await inSpan("import focus", {}, async (span) => {
+      const r = await importRowsInTransaction(db, orgId, opts, digest, load);
+      span?.setAttributes({ "commitops.import.rows": r.rows_imported, "commitops.import.unchanged": r.unchanged, "commitops.import.parsed_by": r.parsed_by ?? "none" });
+      return r;
+    });
     end({ outcome: result.unchanged ? "unchanged" : "imported" });
     if (result.rows_imported) importRows.inc({ parsed_by: result.parsed_by ?? "row_by_row" }, result.rows_imported);
     return result;

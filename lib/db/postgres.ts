@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { inSpan, SpanKind, statementKind, tracingEnabled } from "../tracing/index.ts";
 import { drizzle } from "drizzle-orm/postgres-js";
 import * as schema from "./schema/index.ts";
 import type { DatabaseHandle, Db, QueryOptions, StreamOptions } from "./types.ts";
@@ -209,16 +210,17 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
     const query = () => (current ??= sql().unsafe(text, params, options));
     // A COPY … FROM STDIN waits on us (we feed it), not on the server.
     const feeding = COPY_FROM_STDIN.test(text);
-    const make = () => {
-      const p = health.watch((op) => {
-        op.setDeadline(deadline());
-        if (feeding) op.busy();
-        const q = query();
-        op.onDeadline(() => q.cancel());
-        return values ? q.values() : q;
+    const make = () =>
+      traced(text, () => {
+        const p = health.watch((op) => {
+          op.setDeadline(deadline());
+          if (feeding) op.busy();
+          const q = query();
+          op.onDeadline(() => q.cancel());
+          return values ? q.values() : q;
+        });
+        return retryable ? countStatement(p) : p;
       });
-      return retryable ? countStatement(p) : p;
-    };
     const again = () => {
       current = null;
       return make();
@@ -289,6 +291,12 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
    * (postgres.js queues it on a busy connection once every connection is taken).
    */
   const poolUse = { transactions: 0, transactionsWaiting: 0, statements: 0 };
+  /** A statement's span (tracing on): its kind only, never its text's values or its parameters. */
+  const traced = <T>(text: string, run: () => Promise<T>): Promise<T> => {
+    if (!tracingEnabled()) return run();
+    const kind = statementKind(text);
+    return inSpan(`db ${kind}`, { "db.system.name": "postgresql", "db.operation.name": kind }, () => run(), SpanKind.CLIENT);
+  };
   const countStatement = <T>(p: Promise<T>): Promise<T> => {
     poolUse.statements++;
     return p.finally(() => poolUse.statements--);
@@ -355,7 +363,12 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       log.warn("the outcome of a commit could not be learned; its request ended as failed", { error: (e as any)?.code });
       return false;
     });
-  const begin = (a: any, b?: any): Promise<any> => (b ? beginWatched(a, (tx) => b(tx)) : beginWatched(undefined, (tx) => a(tx)));
+  const begin = (a: any, b?: any): Promise<any> =>
+    tracingEnabled()
+      ? inSpan("db transaction", { "db.system.name": "postgresql" }, () => (b ? beginWatched(a, (tx) => b(tx)) : beginWatched(undefined, (tx) => a(tx))), SpanKind.CLIENT)
+      : b
+        ? beginWatched(a, (tx) => b(tx))
+        : beginWatched(undefined, (tx) => a(tx));
 
   const poolUnsafe = unsafeOf(() => pool, () => statementDeadlineMs, true);
   const watchedPool = new Proxy(first, {
@@ -433,13 +446,15 @@ export async function openPostgres(url: string, opts: OpenPostgresOptions = {}):
       // `unsafe`'s watch and retry without its thenable wrapper (this runs on every request).
       const opts = options?.prepare ? PREPARED : undefined;
       const make = () =>
-        countStatement(
-          health.watch((op) => {
-            op.setDeadline(statementDeadlineMs);
-            const q = pool.unsafe(text, params as any[], opts);
-            op.onDeadline(() => q.cancel());
-            return q;
-          }),
+        traced(text, () =>
+          countStatement(
+            health.watch((op) => {
+              op.setDeadline(statementDeadlineMs);
+              const q = pool.unsafe(text, params as any[], opts);
+              op.onDeadline(() => q.cancel());
+              return q;
+            }),
+          ),
         );
       return (await (RETRYABLE.test(text) ? withRetry(make) : make())) as unknown as T[];
     },

@@ -4,6 +4,8 @@ import { AppError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError
 import { metricsResponse, serviceMetrics } from "../metrics/service.ts";
 import { bearerMatches, isStatementTimeout } from "../metrics/access.ts";
 import { readiness } from "../ops/readiness.ts";
+import { inRequestSpan, SpanStatusCode, tracingEnabled } from "../tracing/index.ts";
+import { createHash } from "node:crypto";
 import { classifyError } from "./classifyError.ts";
 import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
@@ -56,6 +58,7 @@ export function createApp(s: Services) {
   const meta = new WeakMap<Request, RequestMeta>();
   // Recorded only when something can scrape them.
   const metrics = s.config.metricsToken || s.config.metricsPort ? serviceMetrics(s) : null;
+  const tracing = tracingEnabled();
   /** The registered route of a request Elysia routed; else the known route its path matches (refused before routing), else "unmatched". */
   const routeTemplate = (request: Request): string => {
     const routed = meta.get(request)?.route;
@@ -79,7 +82,7 @@ export function createApp(s: Services) {
       if (rateLimit) Object.assign(set.headers, rateLimit);
     })
     .onTransform(({ request, route }) => {
-      const m = metrics && meta.get(request);
+      const m = (metrics || tracing) && meta.get(request);
       if (m) m.route = route;
     })
     .onError(async ({ code, error, request, path }) => {
@@ -194,6 +197,7 @@ export function createApp(s: Services) {
     // The route as registered, never the raw path: the label's values are bounded by the routes.
     metrics.httpDuration.observe({ method: request.method, route: routeTemplate(request), status: String(response.status) }, seconds),
   );
+  if (tracingEnabled()) tracedRequests(app, routeTemplate);
   setSelfHandler(s, (request) => app.handle(request));
   return app;
 }
@@ -231,4 +235,35 @@ function timedRequests(app: { handle(request: Request): Promise<Response> }, obs
     observe(request, response, (performance.now() - start) / 1000);
     return response;
   };
+}
+
+/**
+ * A server span per request, in the caller's trace when it sent `traceparent`: named by the route
+ * as registered, with the org id hashed (a trace store is not where org ids belong) and the status.
+ * The request runs with it active, so its statements' spans are its children.
+ */
+function tracedRequests(app: { handle(request: Request): Promise<Response> }, routeOf: (request: Request) => string) {
+  const handle = app.handle.bind(app);
+  app.handle = (request: Request) =>
+    inRequestSpan(request, async (span) => {
+      try {
+        const response = await handle(request);
+        const route = routeOf(request);
+        const org = ORG_PATH.exec(pathOf(request.url))?.[1];
+        span.updateName(`${request.method} ${route}`);
+        span.setAttributes({ "http.route": route, "http.response.status_code": response.status, ...(org ? { "commitops.org_id_hash": orgIdHash(org) } : {}) });
+        if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        return response;
+      } catch (e) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw e;
+      } finally {
+        span.end();
+      }
+    });
+}
+
+/** An org id as a trace attribute: the same org, the same value, and not the id. */
+function orgIdHash(orgId: string): string {
+  return createHash("sha256").update(`commitops-org\0${orgId}`).digest("hex").slice(0, 16);
 }

@@ -4,6 +4,7 @@
  * what depends on one database lives in lib/metrics/service.ts.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { inSpan } from "../tracing/index.ts";
 
 export const processRegistry = new Registry();
 collectDefaultMetrics({ register: processRegistry });
@@ -57,7 +58,7 @@ export async function measuredJobRun(job: string, run: () => Promise<void>): Pro
   const job_name = job;
   const end = jobDuration.startTimer({ job_name });
   try {
-    await run();
+    await inSpan(`job ${job}`, { "commitops.job": job }, () => run());
     jobRuns.inc({ job_name, outcome: "success" });
     jobLastSuccess.set({ job_name }, Date.now() / 1000);
   } catch (e) {
