@@ -8,6 +8,8 @@ import { openapi } from "@elysiajs/openapi";
 import { createRequire } from "node:module";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
+import { promisify } from "node:util";
 import type { Services } from "../services.ts";
 import { escapeHtml } from "../oauth/pages.ts";
 import { htmlPageHeaders } from "./pageHeaders.ts";
@@ -40,6 +42,7 @@ let scalarScript: Promise<Uint8Array<ArrayBuffer>> | undefined;
 export function setScalarScript(loader: () => Promise<Uint8Array<ArrayBuffer>> = readScalarFromNodeModules) {
   loadScalarScript = loader;
   scalarScript = undefined;
+  encodedScripts = new Map();
 }
 
 function cachedScalarScript(): Promise<Uint8Array<ArrayBuffer>> {
@@ -50,11 +53,48 @@ function cachedScalarScript(): Promise<Uint8Array<ArrayBuffer>> {
   return scalarScript;
 }
 
+type ScriptEncoding = "br" | "gzip";
+let encodedScripts: Map<ScriptEncoding, Promise<Uint8Array<ArrayBuffer>>> = new Map();
+
+/**
+ * The bundle compressed once per encoding (4.35 MB of JavaScript: 14 s to the page's
+ * DOMContentLoaded on a busy machine uncompressed), kept with the bundle it came from.
+ */
+function encodedScalarScript(encoding: ScriptEncoding): Promise<Uint8Array<ArrayBuffer>> {
+  let encoded = encodedScripts.get(encoding);
+  if (!encoded) {
+    // Off the event loop (Brotli takes about half a second of CPU for this bundle).
+    encoded = cachedScalarScript().then(
+      async (plain) =>
+        (encoding === "br"
+          ? await promisify(brotliCompress)(plain, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 9, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: plain.length } })
+          : await promisify(gzip)(plain, { level: 9 })) as Uint8Array<ArrayBuffer>,
+    );
+    encoded.catch(() => encodedScripts.delete(encoding));
+    encodedScripts.set(encoding, encoded);
+  }
+  return encoded;
+}
+
+/** The best encoding of the bundle a request accepts (Brotli, then gzip; none when `q=0` or not named). */
+function acceptedEncoding(request: Request): ScriptEncoding | null {
+  const offered = new Map(
+    (request.headers.get("accept-encoding") ?? "")
+      .split(",")
+      .map((part) => part.trim().split(/\s*;\s*/))
+      .filter(([name]) => name)
+      .map(([name, ...params]) => [name!.toLowerCase(), Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1)] as const),
+  );
+  for (const e of ["br", "gzip"] as const) if ((offered.get(e) ?? 0) > 0) return e;
+  return null;
+}
+
 // The versioned URL may be cached for good: a new pin changes the page's `?v=`.
 const SCRIPT_HEADERS: Record<string, string> = {
   "content-type": "application/javascript; charset=utf-8",
   "cache-control": "public, max-age=31536000, immutable",
   "x-content-type-options": "nosniff",
+  vary: "Accept-Encoding",
 };
 
 /**
@@ -125,7 +165,11 @@ export function apiDocs(s: Services) {
     .get(DOCS_PATH, () => new Response(DOCS_PAGE, { headers: docsPageHeaders }), { detail: { hide: true } })
     .get(
       SCALAR_SCRIPT_PATH,
-      async () => new Response(await cachedScalarScript(), { headers: SCRIPT_HEADERS }),
+      async ({ request }) => {
+        const encoding = acceptedEncoding(request);
+        if (!encoding) return new Response(await cachedScalarScript(), { headers: SCRIPT_HEADERS });
+        return new Response(await encodedScalarScript(encoding), { headers: { ...SCRIPT_HEADERS, "content-encoding": encoding } });
+      },
       { detail: { hide: true } },
     );
 }

@@ -7,6 +7,7 @@ import { useServedTestApp } from "../helpers/chromium.ts";
 import { describeEachDb } from "../helpers/db.ts";
 import { useTestApp } from "../helpers/app.ts";
 import { SCALAR_SCRIPT_PATH, SCALAR_VERSION, setScalarScript } from "../../lib/http/docs.ts";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 
 const root = join(import.meta.dir, "../..");
 
@@ -68,6 +69,30 @@ describeEachDb("API reference page", (driver) => {
     expect(js.length).toBeGreaterThan(1_000_000);
     expect(js).toContain(`@scalar/api-reference@${SCALAR_VERSION}`);
     expect(js).toBe(readFileSync(join(root, "node_modules/@scalar/api-reference/dist/browser/standalone.js"), "utf8"));
+  });
+
+  test("/docs/scalar.js is sent compressed to a browser that accepts it (Brotli first, then gzip), the same bytes once decoded; never to one that refuses", async () => {
+    const plain = readFileSync(join(root, "node_modules/@scalar/api-reference/dist/browser/standalone.js"));
+    const fetchWith = async (acceptEncoding: string) => {
+      const r = await t.request("GET", SCALAR_SCRIPT_PATH, { key: null, headers: { "accept-encoding": acceptEncoding } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("vary")).toBe("Accept-Encoding");
+      expect(r.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      return { encoding: r.headers.get("content-encoding"), body: Buffer.from(await r.arrayBuffer()) };
+    };
+    const br = await fetchWith("gzip, deflate, br, zstd");
+    expect(br.encoding).toBe("br");
+    expect(br.body.length).toBeLessThan(plain.length / 4);
+    expect(brotliDecompressSync(br.body).equals(plain)).toBe(true);
+    const gz = await fetchWith("gzip;q=1.0, br;q=0");
+    expect(gz.encoding).toBe("gzip");
+    expect(gz.body.length).toBeLessThan(plain.length / 3);
+    expect(gunzipSync(gz.body).equals(plain)).toBe(true);
+    for (const refused of ["identity", "gzip;q=0, br;q=0", "deflate"]) {
+      const r = await fetchWith(refused);
+      expect([refused, r.encoding]).toEqual([refused, null]);
+      expect(r.body.equals(plain)).toBe(true);
+    }
   });
 
   test("a Scalar script that cannot be loaded answers the JSON 500 of the app's error handler, then loads once it can", async () => {
