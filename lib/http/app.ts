@@ -12,6 +12,7 @@ import type { Services } from "../services.ts";
 import { errorResponse } from "./errorBody.ts";
 import { fromElysiaValidation } from "./validation.ts";
 import { withErrorResponses } from "./openapiErrors.ts";
+import { completeDocument } from "./openapiComplete.ts";
 import { hoistComponents } from "./openapiComponents.ts";
 import { apiDocs } from "./docs.ts";
 import { routes as manifest } from "../../routes/manifest.gen.ts";
@@ -180,7 +181,7 @@ export function createApp(s: Services) {
     "/openapi.json",
     async () => {
       openApiDocument ??= generatedDocument()
-        .then((doc) => JSON.stringify(withErrorResponses(hoistComponents(doc))))
+        .then((doc) => JSON.stringify(completeDocument(withErrorResponses(hoistComponents(doc)), { publicUrl: s.config.publicUrl })))
         .catch((e) => {
           openApiDocument = undefined;
           throw e;

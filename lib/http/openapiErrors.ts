@@ -1,6 +1,9 @@
 import { SPEC_ERROR_STATUSES } from "./errorStatuses.ts";
 import { withHeaders } from "./openapiHeaders.ts";
 
+/** Where the error body's schema lives in the document. */
+export const ERROR_BODY_REF = "#/components/schemas/ErrorBody";
+
 /** JSON Schema of the spec's error body (SPEC "Errors"), for the OpenAPI document. */
 export const ERROR_BODY_SCHEMA = {
   type: "object",
@@ -17,6 +20,17 @@ export const ERROR_BODY_SCHEMA = {
     url: { type: ["string", "null"] },
   },
 } as const;
+
+/**
+ * What any operation may answer before its own checks: 413 for a declared Content-Length over
+ * MAX_BODY_BYTES (lib/http/app.ts, before any route), and 415 for a JSON body sent as another type.
+ */
+export function addTransportErrors(op: any): void {
+  const content = { "application/json": { schema: { $ref: ERROR_BODY_REF } } };
+  op.responses ??= {};
+  op.responses["413"] ??= { description: "The request body is larger than the server takes (MAX_BODY_BYTES)", content };
+  if (op.requestBody?.content?.["application/json"]) op.responses["415"] ??= { description: "The body is not sent as application/json", content };
+}
 
 const REASONS: Record<number, string> = {
   400: "Invalid query or path parameter, or malformed JSON", 401: "Missing, unknown, expired or revoked credential",
@@ -49,9 +63,10 @@ export function withErrorResponses(doc: any): any {
       for (const status of SPEC_ERROR_STATUSES(method, path.slice("/beta/v1/org/{org_id}".length))) {
         op.responses[String(status)] ??= {
           description: REASONS[status] ?? "Error",
-          content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
+          content: { "application/json": { schema: { $ref: ERROR_BODY_REF } } },
         };
       }
+      addTransportErrors(op);
     }
   }
   return withHeaders(doc);

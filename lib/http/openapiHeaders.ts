@@ -73,7 +73,7 @@ export const RESPONSE_HEADER_NAMES: Record<keyof typeof RESPONSE_HEADERS, string
 type Method = "get" | "post" | "put" | "patch" | "delete";
 type ParameterName = keyof typeof HEADER_PARAMETERS;
 type HeaderName = keyof typeof RESPONSE_HEADERS;
-/** `2xx`: every success answer; `*`: every answer but 401 (a request refused before it was counted); else one status. */
+/** `2xx`: every success answer; `*`: every answer but 401 and 413 (a request refused before it was counted); else one status. */
 type StatusKey = "2xx" | "*" | "304" | "409" | "429" | "503";
 
 export interface HeaderRule {
@@ -133,7 +133,7 @@ export function headerRulesOf(method: string, path: string, op: any): HeaderRule
 function statusesOf(key: StatusKey, responses: Record<string, unknown>): string[] {
   const all = Object.keys(responses);
   if (key === "2xx") return all.filter((s) => s.startsWith("2"));
-  if (key === "*") return all.filter((s) => s !== "401");
+  if (key === "*") return all.filter((s) => s !== "401" && s !== "413");
   return all.filter((s) => s === key);
 }
 
