@@ -16,7 +16,11 @@ test("the runtime-neutral app serves /readyz under Deno on the embedded database
   });
   try {
     const res = await waitFor(`http://127.0.0.1:${port}/readyz`, 200, 120_000);
-    expect(await res.json()).toEqual({ status: "ready", database: "pglite" });
+    expect(await res.json()).toEqual({
+      status: "ready",
+      database: "pglite",
+      checks: ["database", "migrations", "secret_key"].map((name) => ({ name, status: "ok" })),
+    });
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
     const missing = await fetch(`http://127.0.0.1:${port}/beta/v1/org/${crypto.randomUUID()}`);
