@@ -12,67 +12,121 @@ type OneOf<T extends any[]> = T extends [infer Only] ? Only : T extends [infer A
 
 export interface paths {
   "/healthz": {
-    /** The process is alive */
+    /**
+     * The process is alive
+     * @description The process is alive.
+     */
     get: operations["getHealthz"];
   };
   "/readyz": {
-    /** The database is reachable */
+    /**
+     * The replica can serve: database, migrations, secret key
+     * @description The replica can serve: database, migrations, secret key.
+     */
     get: operations["getReadyz"];
   };
   "/beta/v1/org/{org_id}/allocation-reports": {
-    /** The allocation reports available to this organization */
+    /**
+     * The allocation reports available to this organization
+     * @description The allocation reports available to this organization.
+     */
     get: operations["getBetaV1OrgByOrg_idAllocation-reports"];
   };
   "/beta/v1/org/{org_id}/allocation-reports/{report_type}": {
-    /** Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv) */
+    /**
+     * Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)
+     * @description Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv).
+     */
     get: operations["getBetaV1OrgByOrg_idAllocation-reportsByReport_type"];
   };
   "/beta/v1/org/{org_id}/allocation-reports/{report_type}/periods": {
-    /** Available periods of a report, most recent first ({year, month, status}) */
+    /**
+     * Available periods of a report, most recent first ({year, month, status})
+     * @description Available periods of a report, most recent first ({year, month, status}).
+     */
     get: operations["getBetaV1OrgByOrg_idAllocation-reportsByReport_typePeriods"];
   };
   "/beta/v1/org/{org_id}/api-keys": {
-    /** List the organization's API keys (never the secrets) */
+    /**
+     * List the organization's API keys (never the secrets)
+     * @description List the organization's API keys (never the secrets).
+     */
     get: operations["getBetaV1OrgByOrg_idApi-keys"];
-    /** Create an API key; the secret is shown once */
+    /**
+     * Create an API key; the secret is shown once
+     * @description Create an API key; the secret is shown once.
+     */
     post: operations["postBetaV1OrgByOrg_idApi-keys"];
   };
   "/beta/v1/org/{org_id}/api-keys/{key_id}": {
-    /** Revoke an API key */
+    /**
+     * Revoke an API key
+     * @description Revoke an API key.
+     */
     delete: operations["deleteBetaV1OrgByOrg_idApi-keysByKey_id"];
   };
   "/beta/v1/org/{org_id}/billing-connections": {
-    /** List the organization's billing connections (never their secrets) */
+    /**
+     * List the organization's billing connections (never their secrets)
+     * @description List the organization's billing connections (never their secrets).
+     */
     get: operations["getBetaV1OrgByOrg_idBilling-connections"];
-    /** Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view) */
+    /**
+     * Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view)
+     * @description Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view).
+     */
     post: operations["postBetaV1OrgByOrg_idBilling-connections"];
   };
   "/beta/v1/org/{org_id}/billing-connections/{connection_id}": {
-    /** One billing connection and its freshness */
+    /**
+     * One billing connection and its freshness
+     * @description One billing connection and its freshness.
+     */
     get: operations["getBetaV1OrgByOrg_idBilling-connectionsByConnection_id"];
-    /** Delete a connection and its run history (the billing data it imported stays) */
+    /**
+     * Delete a connection and its run history (the billing data it imported stays)
+     * @description Delete a connection and its run history (the billing data it imported stays).
+     */
     delete: operations["deleteBetaV1OrgByOrg_idBilling-connectionsByConnection_id"];
-    /** Change a connection's name, settings or secrets (null removes a field) */
+    /**
+     * Change a connection's name, settings or secrets (null removes a field)
+     * @description Change a connection's name, settings or secrets (null removes a field).
+     */
     patch: operations["patchBetaV1OrgByOrg_idBilling-connectionsByConnection_id"];
   };
   "/beta/v1/org/{org_id}/billing-connections/{connection_id}/test": {
-    /** Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable) */
+    /**
+     * Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable)
+     * @description Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable).
+     */
     post: operations["postBetaV1OrgByOrg_idBilling-connectionsByConnection_idTest"];
   };
   "/beta/v1/org/{org_id}/billing-connections/{connection_id}/sync": {
-    /** Sync now: 202 with the queued run (a repeated request joins it) */
+    /**
+     * Sync now: 202 with the queued run (a repeated request joins it)
+     * @description Sync now: 202 with the queued run (a repeated request joins it).
+     */
     post: operations["postBetaV1OrgByOrg_idBilling-connectionsByConnection_idSync"];
   };
   "/beta/v1/org/{org_id}/billing-connections/{connection_id}/runs": {
-    /** The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error */
+    /**
+     * The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error
+     * @description The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error.
+     */
     get: operations["getBetaV1OrgByOrg_idBilling-connectionsByConnection_idRuns"];
   };
   "/beta/v1/org/{org_id}/billing-data-freshness": {
-    /** How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message) */
+    /**
+     * How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message)
+     * @description How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message).
+     */
     get: operations["getBetaV1OrgByOrg_idBilling-data-freshness"];
   };
   "/beta/v1/org/{org_id}/budgets": {
-    /** List the organization's budgets with their current month's status, oldest first */
+    /**
+     * List the organization's budgets with their current month's status, oldest first
+     * @description List the organization's budgets with their current month's status, oldest first.
+     */
     get: operations["getBetaV1OrgByOrg_idBudgets"];
     /**
      * Create a monthly budget with thresholds on actual and forecast spend
@@ -86,7 +140,10 @@ export interface paths {
      * @description Evaluated after every billing import or sync, daily, and on every change: `actual` is the month's effective (amortized) cost in the budget's currency matching its filter, exactly GET /costs's total for that month and filter; `forecast` is the month-end projection of the assistant's forecast model on complete days. Each threshold fires the event `budget.threshold_crossed` once per month (changing a budget does not re-arm a threshold already crossed that month).
      */
     get: operations["getBetaV1OrgByOrg_idBudgetsByBudget_id"];
-    /** Delete a budget and its history (the events it fired stay in the event log) */
+    /**
+     * Delete a budget and its history (the events it fired stay in the event log)
+     * @description Delete a budget and its history (the events it fired stay in the event log).
+     */
     delete: operations["deleteBetaV1OrgByOrg_idBudgetsByBudget_id"];
     /**
      * Change a budget (merge: only the fields given); evaluated again at once
@@ -95,29 +152,53 @@ export interface paths {
     patch: operations["patchBetaV1OrgByOrg_idBudgetsByBudget_id"];
   };
   "/beta/v1/org/{org_id}/budgets/{budget_id}/history": {
-    /** The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation */
+    /**
+     * The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation
+     * @description The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation.
+     */
     get: operations["getBetaV1OrgByOrg_idBudgetsByBudget_idHistory"];
   };
   "/beta/v1/org/{org_id}/catalog-skus": {
-    /** Search catalog SKUs to add to cost estimates */
+    /**
+     * Search catalog SKUs to add to cost estimates
+     * @description Search catalog SKUs to add to cost estimates.
+     */
     get: operations["getBetaV1OrgByOrg_idCatalog-skus"];
   };
   "/beta/v1/org/{org_id}/commitment-plan-templates": {
-    /** Templates of one segment (default: the provider-resources segment) */
+    /**
+     * Templates of one segment (default: the provider-resources segment)
+     * @description Templates of one segment (default: the provider-resources segment).
+     */
     get: operations["getBetaV1OrgByOrg_idCommitment-plan-templates"];
-    /** Create a template (optionally on an auto-purchase schedule) */
+    /**
+     * Create a template (optionally on an auto-purchase schedule)
+     * @description Create a template (optionally on an auto-purchase schedule).
+     */
     post: operations["postBetaV1OrgByOrg_idCommitment-plan-templates"];
   };
   "/beta/v1/org/{org_id}/commitment-plan-templates/{template_id}": {
-    /** One template */
+    /**
+     * One template
+     * @description One template.
+     */
     get: operations["getBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id"];
-    /** Merge-update a template (system templates: auto_purchase only) */
+    /**
+     * Merge-update a template (system templates: auto_purchase only)
+     * @description Merge-update a template (system templates: auto_purchase only).
+     */
     put: operations["putBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id"];
-    /** Delete a custom template (system templates: 409) */
+    /**
+     * Delete a custom template (system templates: 409)
+     * @description Delete a custom template (system templates: 409).
+     */
     delete: operations["deleteBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id"];
   };
   "/beta/v1/org/{org_id}/commitment-plans": {
-    /** Stored commitment plans, newest first (filter by provider, template and status) */
+    /**
+     * Stored commitment plans, newest first (filter by provider, template and status)
+     * @description Stored commitment plans, newest first (filter by provider, template and status).
+     */
     get: operations["getBetaV1OrgByOrg_idCommitment-plans"];
     /**
      * Generate and store a plan from a template now (never buys)
@@ -133,7 +214,10 @@ export interface paths {
     post: operations["postBetaV1OrgByOrg_idCommitment-plansPreview"];
   };
   "/beta/v1/org/{org_id}/commitment-plans/{plan_id}": {
-    /** One stored plan with its items: what to buy per commitment group, priced when generated */
+    /**
+     * One stored plan with its items: what to buy per commitment group, priced when generated
+     * @description One stored plan with its items: what to buy per commitment group, priced when generated.
+     */
     get: operations["getBetaV1OrgByOrg_idCommitment-plansByPlan_id"];
   };
   "/beta/v1/org/{org_id}/commitment-summary": {
@@ -151,33 +235,63 @@ export interface paths {
     get: operations["getBetaV1OrgByOrg_idCommitments"];
   };
   "/beta/v1/org/{org_id}/commitments/{commitment_id}": {
-    /** One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's) */
+    /**
+     * One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's)
+     * @description One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's).
+     */
     get: operations["getBetaV1OrgByOrg_idCommitmentsByCommitment_id"];
   };
   "/beta/v1/org/{org_id}/cost-estimates/{estimate_id}/line-items": {
-    /** Add line items; returns the estimate */
+    /**
+     * Add line items; returns the estimate
+     * @description Add line items; returns the estimate.
+     */
     post: operations["postBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-items"];
   };
   "/beta/v1/org/{org_id}/cost-estimates/{estimate_id}/line-items/{line_item_id}": {
-    /** One line item with its full commitment options grid */
+    /**
+     * One line item with its full commitment options grid
+     * @description One line item with its full commitment options grid.
+     */
     get: operations["getBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id"];
-    /** Remove a line item */
+    /**
+     * Remove a line item
+     * @description Remove a line item.
+     */
     delete: operations["deleteBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id"];
-    /** Update a line item (merge semantics) */
+    /**
+     * Update a line item (merge semantics)
+     * @description Update a line item (merge semantics).
+     */
     patch: operations["patchBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id"];
   };
   "/beta/v1/org/{org_id}/cost-estimates": {
-    /** List cost estimates of a provider, most recently updated first */
+    /**
+     * List cost estimates of a provider, most recently updated first
+     * @description List cost estimates of a provider, most recently updated first.
+     */
     get: operations["getBetaV1OrgByOrg_idCost-estimates"];
-    /** Create a cost estimate (idempotent per source_draft_id) */
+    /**
+     * Create a cost estimate (idempotent per source_draft_id)
+     * @description Create a cost estimate (idempotent per source_draft_id).
+     */
     post: operations["postBetaV1OrgByOrg_idCost-estimates"];
   };
   "/beta/v1/org/{org_id}/cost-estimates/{estimate_id}": {
-    /** A cost estimate, priced live */
+    /**
+     * A cost estimate, priced live
+     * @description A cost estimate, priced live.
+     */
     get: operations["getBetaV1OrgByOrg_idCost-estimatesByEstimate_id"];
-    /** Delete a cost estimate (soft delete; releases its source_draft_id) */
+    /**
+     * Delete a cost estimate (soft delete; releases its source_draft_id)
+     * @description Delete a cost estimate (soft delete; releases its source_draft_id).
+     */
     delete: operations["deleteBetaV1OrgByOrg_idCost-estimatesByEstimate_id"];
-    /** Rename or re-describe a cost estimate */
+    /**
+     * Rename or re-describe a cost estimate
+     * @description Rename or re-describe a cost estimate.
+     */
     patch: operations["patchBetaV1OrgByOrg_idCost-estimatesByEstimate_id"];
   };
   "/beta/v1/org/{org_id}/costs": {
@@ -221,7 +335,10 @@ export interface paths {
     get: operations["getBetaV1OrgByOrg_idEvents"];
   };
   "/beta/v1/org/{org_id}/events/{event_id}": {
-    /** One event of the organization (404 when it is not the organization's) */
+    /**
+     * One event of the organization (404 when it is not the organization's)
+     * @description One event of the organization (404 when it is not the organization's).
+     */
     get: operations["getBetaV1OrgByOrg_idEventsByEvent_id"];
   };
   "/beta/v1/org/{org_id}": {
@@ -232,7 +349,10 @@ export interface paths {
     get: operations["getBetaV1OrgByOrg_id"];
   };
   "/beta/v1/org/{org_id}/members": {
-    /** List the organization's members and their roles, oldest first */
+    /**
+     * List the organization's members and their roles, oldest first
+     * @description List the organization's members and their roles, oldest first.
+     */
     get: operations["getBetaV1OrgByOrg_idMembers"];
     /**
      * Add a user to the organization by email
@@ -265,53 +385,95 @@ export interface paths {
     put: operations["putBetaV1OrgByOrg_idNotification-preferences"];
   };
   "/beta/v1/org/{org_id}/purchase-runs": {
-    /** Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase */
+    /**
+     * Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase
+     * @description Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase.
+     */
     get: operations["getBetaV1OrgByOrg_idPurchase-runs"];
   };
   "/beta/v1/org/{org_id}/purchases": {
-    /** Commitment purchases, newest first (filter by status, e.g. pending_approval) */
+    /**
+     * Commitment purchases, newest first (filter by status, e.g. pending_approval)
+     * @description Commitment purchases, newest first (filter by status, e.g. pending_approval).
+     */
     get: operations["getBetaV1OrgByOrg_idPurchases"];
   };
   "/beta/v1/org/{org_id}/purchases/{purchase_id}": {
-    /** One purchase: its items (state, token, provider id, price) and its story */
+    /**
+     * One purchase: its items (state, token, provider id, price) and its story
+     * @description One purchase: its items (state, token, provider id, price) and its story.
+     */
     get: operations["getBetaV1OrgByOrg_idPurchasesByPurchase_id"];
   };
   "/beta/v1/org/{org_id}/purchases/{purchase_id}/approve": {
-    /** Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed) */
+    /**
+     * Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed)
+     * @description Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed).
+     */
     post: operations["postBetaV1OrgByOrg_idPurchasesByPurchase_idApprove"];
   };
   "/beta/v1/org/{org_id}/purchases/{purchase_id}/reject": {
-    /** Reject a purchase pending approval: nothing is bought (409 when it is not pending) */
+    /**
+     * Reject a purchase pending approval: nothing is bought (409 when it is not pending)
+     * @description Reject a purchase pending approval: nothing is bought (409 when it is not pending).
+     */
     post: operations["postBetaV1OrgByOrg_idPurchasesByPurchase_idReject"];
   };
   "/beta/v1/org/{org_id}/purchasing-connections": {
-    /** List the organization's purchasing connections (never their secrets) */
+    /**
+     * List the organization's purchasing connections (never their secrets)
+     * @description List the organization's purchasing connections (never their secrets).
+     */
     get: operations["getBetaV1OrgByOrg_idPurchasing-connections"];
-    /** Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off) */
+    /**
+     * Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off)
+     * @description Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off).
+     */
     post: operations["postBetaV1OrgByOrg_idPurchasing-connections"];
   };
   "/beta/v1/org/{org_id}/purchasing-connections/{connection_id}": {
-    /** One purchasing connection */
+    /**
+     * One purchasing connection
+     * @description One purchasing connection.
+     */
     get: operations["getBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id"];
-    /** Delete a purchasing connection (refused with 409 while it is buying approved items) */
+    /**
+     * Delete a purchasing connection (refused with 409 while it is buying approved items)
+     * @description Delete a purchasing connection (refused with 409 while it is buying approved items).
+     */
     delete: operations["deleteBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id"];
-    /** Change a purchasing connection (dry_run: false makes purchases real; null removes a field) */
+    /**
+     * Change a purchasing connection (dry_run: false makes purchases real; null removes a field)
+     * @description Change a purchasing connection (dry_run: false makes purchases real; null removes a field).
+     */
     patch: operations["patchBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id"];
   };
   "/beta/v1/org/{org_id}/purchasing-connections/{connection_id}/test": {
-    /** Check the credentials with one read at the provider (nothing is bought) */
+    /**
+     * Check the credentials with one read at the provider (nothing is bought)
+     * @description Check the credentials with one read at the provider (nothing is bought).
+     */
     post: operations["postBetaV1OrgByOrg_idPurchasing-connectionsByConnection_idTest"];
   };
   "/beta/v1/org/{org_id}/purchasing-connections/{connection_id}/inventory": {
-    /** List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses */
+    /**
+     * List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses
+     * @description List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses.
+     */
     post: operations["postBetaV1OrgByOrg_idPurchasing-connectionsByConnection_idInventory"];
   };
   "/beta/v1/org/{org_id}/segments": {
-    /** Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first */
+    /**
+     * Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first
+     * @description Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first.
+     */
     get: operations["getBetaV1OrgByOrg_idSegments"];
   };
   "/beta/v1/org/{org_id}/segments/{segment_id}": {
-    /** One segment: its provider, kind, name and filters */
+    /**
+     * One segment: its provider, kind, name and filters
+     * @description One segment: its provider, kind, name and filters.
+     */
     get: operations["getBetaV1OrgByOrg_idSegmentsBySegment_id"];
   };
   "/beta/v1/org/{org_id}/support/bug-reports": {
@@ -329,15 +491,24 @@ export interface paths {
     post: operations["postBetaV1OrgByOrg_idSupportFeature-requests"];
   };
   "/beta/v1/org/{org_id}/support/tickets": {
-    /** The tickets this organization filed, newest first (same scope as reading one back) */
+    /**
+     * The tickets this organization filed, newest first (same scope as reading one back)
+     * @description The tickets this organization filed, newest first (same scope as reading one back).
+     */
     get: operations["getBetaV1OrgByOrg_idSupportTickets"];
   };
   "/beta/v1/org/{org_id}/support/tickets/{ticket_key}": {
-    /** Read back a ticket this organization filed (its `ticket_url`) */
+    /**
+     * Read back a ticket this organization filed (its `ticket_url`)
+     * @description Read back a ticket this organization filed (its `ticket_url`).
+     */
     get: operations["getBetaV1OrgByOrg_idSupportTicketsByTicket_key"];
   };
   "/beta/v1/org/{org_id}/webhook-endpoints": {
-    /** List the organization's webhook and Slack endpoints, oldest first (never their secrets) */
+    /**
+     * List the organization's webhook and Slack endpoints, oldest first (never their secrets)
+     * @description List the organization's webhook and Slack endpoints, oldest first (never their secrets).
+     */
     get: operations["getBetaV1OrgByOrg_idWebhook-endpoints"];
     /**
      * Add an endpoint: its signing secret is in this answer only
@@ -346,9 +517,15 @@ export interface paths {
     post: operations["postBetaV1OrgByOrg_idWebhook-endpoints"];
   };
   "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}": {
-    /** One endpoint and its delivery state (never its secret) */
+    /**
+     * One endpoint and its delivery state (never its secret)
+     * @description One endpoint and its delivery state (never its secret).
+     */
     get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id"];
-    /** Delete an endpoint and its delivery log */
+    /**
+     * Delete an endpoint and its delivery log
+     * @description Delete an endpoint and its delivery log.
+     */
     delete: operations["deleteBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id"];
     /**
      * Change an endpoint's URL, event types, description, or enable/disable it
@@ -371,11 +548,17 @@ export interface paths {
     post: operations["postBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idTest"];
   };
   "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries": {
-    /** The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt */
+    /**
+     * The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt
+     * @description The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt.
+     */
     get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveries"];
   };
   "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/attempts": {
-    /** Every attempt of one delivery, oldest first */
+    /**
+     * Every attempt of one delivery, oldest first
+     * @description Every attempt of one delivery, oldest first.
+     */
     get: operations["getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idAttempts"];
   };
   "/beta/v1/org/{org_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver": {
@@ -393,31 +576,55 @@ export interface paths {
     post: operations["postMcp"];
   };
   "/oauth/authorize": {
-    /** Authorization endpoint: sign-in and consent page */
+    /**
+     * Authorization endpoint: sign-in and consent page
+     * @description Authorization endpoint: sign-in and consent page.
+     */
     get: operations["getOauthAuthorize"];
-    /** Sign-in and consent form submissions */
+    /**
+     * Sign-in and consent form submissions
+     * @description Sign-in and consent form submissions.
+     */
     post: operations["postOauthAuthorize"];
   };
   "/oauth/logout": {
-    /** Sign-out page */
+    /**
+     * Sign-out page
+     * @description Sign-out page.
+     */
     get: operations["getOauthLogout"];
-    /** Sign out (CSRF-protected form) */
+    /**
+     * Sign out (CSRF-protected form)
+     * @description Sign out (CSRF-protected form).
+     */
     post: operations["postOauthLogout"];
   };
   "/oauth/register": {
-    /** Register a client (RFC 7591) */
+    /**
+     * Register a client (RFC 7591)
+     * @description Register a client (RFC 7591).
+     */
     post: operations["postOauthRegister"];
   };
   "/oauth/revoke": {
-    /** Revoke an access or refresh token (RFC 7009) */
+    /**
+     * Revoke an access or refresh token (RFC 7009)
+     * @description Revoke an access or refresh token (RFC 7009).
+     */
     post: operations["postOauthRevoke"];
   };
   "/oauth/token": {
-    /** Exchange a code or refresh token for tokens */
+    /**
+     * Exchange a code or refresh token for tokens
+     * @description Exchange a code or refresh token for tokens.
+     */
     post: operations["postOauthToken"];
   };
   "/oauth/upstream/callback": {
-    /** Upstream OpenID Connect sign-in callback */
+    /**
+     * Upstream OpenID Connect sign-in callback
+     * @description Upstream OpenID Connect sign-in callback.
+     */
     get: operations["getOauthUpstreamCallback"];
   };
 }
@@ -3228,7 +3435,10 @@ export type external = Record<string, never>;
 
 export interface operations {
 
-  /** The process is alive */
+  /**
+   * The process is alive
+   * @description The process is alive.
+   */
   getHealthz: {
     responses: {
       /** @description The process is alive */
@@ -3240,12 +3450,21 @@ export interface operations {
           };
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** The database is reachable */
+  /**
+   * The replica can serve: database, migrations, secret key
+   * @description The replica can serve: database, migrations, secret key.
+   */
   getReadyz: {
     responses: {
-      /** @description The database answers */
+      /** @description Ready: every check passes (a 503 error body lists them in `detail.checks`) */
       200: {
         content: {
           "application/json": {
@@ -3253,12 +3472,30 @@ export interface operations {
             status: "ready";
             /** @enum {string} */
             database: "pglite" | "postgres";
+            /** @description Each check and its state: `database` (answers), `migrations` (this version's are applied), `secret_key` (every stored credential can be opened with the keys set) */
+            checks: ({
+                /** @enum {string} */
+                name: "database" | "migrations" | "secret_key";
+                /** @enum {string} */
+                status: "ok" | "failing" | "skipped";
+                /** @description What is wrong and what to do, or why it was not checked */
+                message?: string;
+              })[];
           };
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
   };
-  /** The allocation reports available to this organization */
+  /**
+   * The allocation reports available to this organization
+   * @description The allocation reports available to this organization.
+   */
   "getBetaV1OrgByOrg_idAllocation-reports": {
     parameters: {
       query?: {
@@ -3344,6 +3581,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -3381,7 +3624,10 @@ export interface operations {
       };
     };
   };
-  /** Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv) */
+  /**
+   * Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv)
+   * @description Rows of one report month: JSON {report_type, year, month, period_status, rows} or CSV (format=csv).
+   */
   "getBetaV1OrgByOrg_idAllocation-reportsByReport_type": {
     parameters: {
       query: {
@@ -3473,6 +3719,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -3510,7 +3762,10 @@ export interface operations {
       };
     };
   };
-  /** Available periods of a report, most recent first ({year, month, status}) */
+  /**
+   * Available periods of a report, most recent first ({year, month, status})
+   * @description Available periods of a report, most recent first ({year, month, status}).
+   */
   "getBetaV1OrgByOrg_idAllocation-reportsByReport_typePeriods": {
     parameters: {
       query?: {
@@ -3602,6 +3857,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -3639,7 +3900,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's API keys (never the secrets) */
+  /**
+   * List the organization's API keys (never the secrets)
+   * @description List the organization's API keys (never the secrets).
+   */
   "getBetaV1OrgByOrg_idApi-keys": {
     parameters: {
       query?: {
@@ -3715,6 +3979,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -3752,7 +4022,10 @@ export interface operations {
       };
     };
   };
-  /** Create an API key; the secret is shown once */
+  /**
+   * Create an API key; the secret is shown once
+   * @description Create an API key; the secret is shown once.
+   */
   "postBetaV1OrgByOrg_idApi-keys": {
     parameters: {
       header?: {
@@ -3847,6 +4120,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -3895,7 +4185,10 @@ export interface operations {
       };
     };
   };
-  /** Revoke an API key */
+  /**
+   * Revoke an API key
+   * @description Revoke an API key.
+   */
   "deleteBetaV1OrgByOrg_idApi-keysByKey_id": {
     parameters: {
       path: {
@@ -3963,6 +4256,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -4000,7 +4299,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's billing connections (never their secrets) */
+  /**
+   * List the organization's billing connections (never their secrets)
+   * @description List the organization's billing connections (never their secrets).
+   */
   "getBetaV1OrgByOrg_idBilling-connections": {
     parameters: {
       query?: {
@@ -4075,6 +4377,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -4112,7 +4420,10 @@ export interface operations {
       };
     };
   };
-  /** Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view) */
+  /**
+   * Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view)
+   * @description Connect a provider's FOCUS export (AWS Data Exports, Azure cost exports, GCP BigQuery FOCUS view).
+   */
   "postBetaV1OrgByOrg_idBilling-connections": {
     parameters: {
       header?: {
@@ -4239,6 +4550,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -4287,7 +4615,10 @@ export interface operations {
       };
     };
   };
-  /** One billing connection and its freshness */
+  /**
+   * One billing connection and its freshness
+   * @description One billing connection and its freshness.
+   */
   "getBetaV1OrgByOrg_idBilling-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -4357,6 +4688,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -4394,7 +4731,10 @@ export interface operations {
       };
     };
   };
-  /** Delete a connection and its run history (the billing data it imported stays) */
+  /**
+   * Delete a connection and its run history (the billing data it imported stays)
+   * @description Delete a connection and its run history (the billing data it imported stays).
+   */
   "deleteBetaV1OrgByOrg_idBilling-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -4462,6 +4802,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -4499,7 +4845,10 @@ export interface operations {
       };
     };
   };
-  /** Change a connection's name, settings or secrets (null removes a field) */
+  /**
+   * Change a connection's name, settings or secrets (null removes a field)
+   * @description Change a connection's name, settings or secrets (null removes a field).
+   */
   "patchBetaV1OrgByOrg_idBilling-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -4605,6 +4954,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -4653,7 +5019,10 @@ export interface operations {
       };
     };
   };
-  /** Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable) */
+  /**
+   * Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable)
+   * @description Check access and format: the cause of each failure (credentials, not_found, permission, no_export, not_focus, format, unreachable).
+   */
   "postBetaV1OrgByOrg_idBilling-connectionsByConnection_idTest": {
     parameters: {
       header?: {
@@ -4739,6 +5108,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -4787,7 +5162,10 @@ export interface operations {
       };
     };
   };
-  /** Sync now: 202 with the queued run (a repeated request joins it) */
+  /**
+   * Sync now: 202 with the queued run (a repeated request joins it)
+   * @description Sync now: 202 with the queued run (a repeated request joins it).
+   */
   "postBetaV1OrgByOrg_idBilling-connectionsByConnection_idSync": {
     parameters: {
       header?: {
@@ -4873,6 +5251,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -4921,7 +5305,10 @@ export interface operations {
       };
     };
   };
-  /** The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error */
+  /**
+   * The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error
+   * @description The connection's syncs, newest first (paged): status, periods seen/imported/unchanged, rows, bytes, duration, error.
+   */
   "getBetaV1OrgByOrg_idBilling-connectionsByConnection_idRuns": {
     parameters: {
       query?: {
@@ -4998,6 +5385,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -5035,7 +5428,10 @@ export interface operations {
       };
     };
   };
-  /** How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message) */
+  /**
+   * How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message)
+   * @description How current the billing data is: each billing connection's status, last successful sync, newest imported month and last failure's cause (readable with reports:read: no settings, no error message).
+   */
   "getBetaV1OrgByOrg_idBilling-data-freshness": {
     parameters: {
       query?: {
@@ -5110,6 +5506,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -5147,7 +5549,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's budgets with their current month's status, oldest first */
+  /**
+   * List the organization's budgets with their current month's status, oldest first
+   * @description List the organization's budgets with their current month's status, oldest first.
+   */
   getBetaV1OrgByOrg_idBudgets: {
     parameters: {
       query?: {
@@ -5218,6 +5623,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -5390,6 +5801,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -5511,6 +5939,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -5548,7 +5982,10 @@ export interface operations {
       };
     };
   };
-  /** Delete a budget and its history (the events it fired stay in the event log) */
+  /**
+   * Delete a budget and its history (the events it fired stay in the event log)
+   * @description Delete a budget and its history (the events it fired stay in the event log).
+   */
   deleteBetaV1OrgByOrg_idBudgetsByBudget_id: {
     parameters: {
       path: {
@@ -5612,6 +6049,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -5770,6 +6213,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -5818,7 +6278,10 @@ export interface operations {
       };
     };
   };
-  /** The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation */
+  /**
+   * The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation
+   * @description The budget's months, newest first: actual, forecast and the thresholds crossed, as of each month's last evaluation.
+   */
   getBetaV1OrgByOrg_idBudgetsByBudget_idHistory: {
     parameters: {
       query?: {
@@ -5894,6 +6357,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -5931,7 +6400,10 @@ export interface operations {
       };
     };
   };
-  /** Search catalog SKUs to add to cost estimates */
+  /**
+   * Search catalog SKUs to add to cost estimates
+   * @description Search catalog SKUs to add to cost estimates.
+   */
   "getBetaV1OrgByOrg_idCatalog-skus": {
     parameters: {
       query: {
@@ -6011,6 +6483,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -6048,7 +6526,10 @@ export interface operations {
       };
     };
   };
-  /** Templates of one segment (default: the provider-resources segment) */
+  /**
+   * Templates of one segment (default: the provider-resources segment)
+   * @description Templates of one segment (default: the provider-resources segment).
+   */
   "getBetaV1OrgByOrg_idCommitment-plan-templates": {
     parameters: {
       query: {
@@ -6136,6 +6617,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -6184,7 +6671,10 @@ export interface operations {
       };
     };
   };
-  /** Create a template (optionally on an auto-purchase schedule) */
+  /**
+   * Create a template (optionally on an auto-purchase schedule)
+   * @description Create a template (optionally on an auto-purchase schedule).
+   */
   "postBetaV1OrgByOrg_idCommitment-plan-templates": {
     parameters: {
       header?: {
@@ -6322,6 +6812,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -6370,7 +6877,10 @@ export interface operations {
       };
     };
   };
-  /** One template */
+  /**
+   * One template
+   * @description One template.
+   */
   "getBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id": {
     parameters: {
       header?: {
@@ -6465,6 +6975,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -6502,7 +7018,10 @@ export interface operations {
       };
     };
   };
-  /** Merge-update a template (system templates: auto_purchase only) */
+  /**
+   * Merge-update a template (system templates: auto_purchase only)
+   * @description Merge-update a template (system templates: auto_purchase only).
+   */
   "putBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id": {
     parameters: {
       header?: {
@@ -6647,6 +7166,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -6695,7 +7231,10 @@ export interface operations {
       };
     };
   };
-  /** Delete a custom template (system templates: 409) */
+  /**
+   * Delete a custom template (system templates: 409)
+   * @description Delete a custom template (system templates: 409).
+   */
   "deleteBetaV1OrgByOrg_idCommitment-plan-templatesByTemplate_id": {
     parameters: {
       header?: {
@@ -6788,6 +7327,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -6825,7 +7370,10 @@ export interface operations {
       };
     };
   };
-  /** Stored commitment plans, newest first (filter by provider, template and status) */
+  /**
+   * Stored commitment plans, newest first (filter by provider, template and status)
+   * @description Stored commitment plans, newest first (filter by provider, template and status).
+   */
   "getBetaV1OrgByOrg_idCommitment-plans": {
     parameters: {
       query?: {
@@ -6899,6 +7447,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -7034,6 +7588,23 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
           "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
         content: {
           "application/json": components["schemas"]["ErrorBody"];
@@ -7224,6 +7795,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -7272,7 +7860,10 @@ export interface operations {
       };
     };
   };
-  /** One stored plan with its items: what to buy per commitment group, priced when generated */
+  /**
+   * One stored plan with its items: what to buy per commitment group, priced when generated
+   * @description One stored plan with its items: what to buy per commitment group, priced when generated.
+   */
   "getBetaV1OrgByOrg_idCommitment-plansByPlan_id": {
     parameters: {
       path: {
@@ -7338,6 +7929,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -7452,6 +8049,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -7574,6 +8177,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -7611,7 +8220,10 @@ export interface operations {
       };
     };
   };
-  /** One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's) */
+  /**
+   * One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's)
+   * @description One commitment with its utilization, covered on-demand cost and savings over the last `lookback_days` complete days (404 when not the organization's).
+   */
   getBetaV1OrgByOrg_idCommitmentsByCommitment_id: {
     parameters: {
       query?: {
@@ -7684,6 +8296,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -7721,7 +8339,10 @@ export interface operations {
       };
     };
   };
-  /** Add line items; returns the estimate */
+  /**
+   * Add line items; returns the estimate
+   * @description Add line items; returns the estimate.
+   */
   "postBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-items": {
     parameters: {
       header?: {
@@ -7846,6 +8467,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -7894,7 +8532,10 @@ export interface operations {
       };
     };
   };
-  /** One line item with its full commitment options grid */
+  /**
+   * One line item with its full commitment options grid
+   * @description One line item with its full commitment options grid.
+   */
   "getBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id": {
     parameters: {
       query?: {
@@ -7993,6 +8634,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -8030,7 +8677,10 @@ export interface operations {
       };
     };
   };
-  /** Remove a line item */
+  /**
+   * Remove a line item
+   * @description Remove a line item.
+   */
   "deleteBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id": {
     parameters: {
       header?: {
@@ -8124,6 +8774,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -8161,7 +8817,10 @@ export interface operations {
       };
     };
   };
-  /** Update a line item (merge semantics) */
+  /**
+   * Update a line item (merge semantics)
+   * @description Update a line item (merge semantics).
+   */
   "patchBetaV1OrgByOrg_idCost-estimatesByEstimate_idLine-itemsByLine_item_id": {
     parameters: {
       header?: {
@@ -8279,6 +8938,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -8327,7 +9003,10 @@ export interface operations {
       };
     };
   };
-  /** List cost estimates of a provider, most recently updated first */
+  /**
+   * List cost estimates of a provider, most recently updated first
+   * @description List cost estimates of a provider, most recently updated first.
+   */
   "getBetaV1OrgByOrg_idCost-estimates": {
     parameters: {
       query: {
@@ -8414,6 +9093,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -8451,7 +9136,10 @@ export interface operations {
       };
     };
   };
-  /** Create a cost estimate (idempotent per source_draft_id) */
+  /**
+   * Create a cost estimate (idempotent per source_draft_id)
+   * @description Create a cost estimate (idempotent per source_draft_id).
+   */
   "postBetaV1OrgByOrg_idCost-estimates": {
     parameters: {
       header?: {
@@ -8575,6 +9263,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -8623,7 +9328,10 @@ export interface operations {
       };
     };
   };
-  /** A cost estimate, priced live */
+  /**
+   * A cost estimate, priced live
+   * @description A cost estimate, priced live.
+   */
   "getBetaV1OrgByOrg_idCost-estimatesByEstimate_id": {
     parameters: {
       query?: {
@@ -8723,6 +9431,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -8760,7 +9474,10 @@ export interface operations {
       };
     };
   };
-  /** Delete a cost estimate (soft delete; releases its source_draft_id) */
+  /**
+   * Delete a cost estimate (soft delete; releases its source_draft_id)
+   * @description Delete a cost estimate (soft delete; releases its source_draft_id).
+   */
   "deleteBetaV1OrgByOrg_idCost-estimatesByEstimate_id": {
     parameters: {
       header?: {
@@ -8853,6 +9570,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -8890,7 +9613,10 @@ export interface operations {
       };
     };
   };
-  /** Rename or re-describe a cost estimate */
+  /**
+   * Rename or re-describe a cost estimate
+   * @description Rename or re-describe a cost estimate.
+   */
   "patchBetaV1OrgByOrg_idCost-estimatesByEstimate_id": {
     parameters: {
       header?: {
@@ -8985,6 +9711,23 @@ export interface operations {
       };
       /** @description If-Match does not match the current ETag */
       412: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
         headers: {
           "RateLimit-Limit": components["headers"]["RateLimitLimit"];
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -9134,6 +9877,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -9257,6 +10006,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -9399,6 +10154,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -9436,7 +10197,10 @@ export interface operations {
       };
     };
   };
-  /** One event of the organization (404 when it is not the organization's) */
+  /**
+   * One event of the organization (404 when it is not the organization's)
+   * @description One event of the organization (404 when it is not the organization's).
+   */
   getBetaV1OrgByOrg_idEventsByEvent_id: {
     parameters: {
       path: {
@@ -9502,6 +10266,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -9615,6 +10385,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -9652,7 +10428,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's members and their roles, oldest first */
+  /**
+   * List the organization's members and their roles, oldest first
+   * @description List the organization's members and their roles, oldest first.
+   */
   getBetaV1OrgByOrg_idMembers: {
     parameters: {
       query?: {
@@ -9723,6 +10502,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -9865,6 +10650,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -9984,6 +10786,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -10096,6 +10904,23 @@ export interface operations {
       };
       /** @description Method not allowed */
       405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
         headers: {
           "RateLimit-Limit": components["headers"]["RateLimitLimit"];
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -10225,6 +11050,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -10342,6 +11173,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -10390,7 +11238,10 @@ export interface operations {
       };
     };
   };
-  /** Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase */
+  /**
+   * Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase
+   * @description Auto-purchase runs, latest execution date first: what each scheduled slot did, with its plan and purchase.
+   */
   "getBetaV1OrgByOrg_idPurchase-runs": {
     parameters: {
       query?: {
@@ -10467,6 +11318,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -10504,7 +11361,10 @@ export interface operations {
       };
     };
   };
-  /** Commitment purchases, newest first (filter by status, e.g. pending_approval) */
+  /**
+   * Commitment purchases, newest first (filter by status, e.g. pending_approval)
+   * @description Commitment purchases, newest first (filter by status, e.g. pending_approval).
+   */
   getBetaV1OrgByOrg_idPurchases: {
     parameters: {
       query?: {
@@ -10580,6 +11440,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -10617,7 +11483,10 @@ export interface operations {
       };
     };
   };
-  /** One purchase: its items (state, token, provider id, price) and its story */
+  /**
+   * One purchase: its items (state, token, provider id, price) and its story
+   * @description One purchase: its items (state, token, provider id, price) and its story.
+   */
   getBetaV1OrgByOrg_idPurchasesByPurchase_id: {
     parameters: {
       path: {
@@ -10687,6 +11556,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -10724,7 +11599,10 @@ export interface operations {
       };
     };
   };
-  /** Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed) */
+  /**
+   * Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed)
+   * @description Approve a purchase pending approval: its items are bought at the provider, or recorded in the ledger (409 when it is not pending or has lapsed).
+   */
   postBetaV1OrgByOrg_idPurchasesByPurchase_idApprove: {
     parameters: {
       header?: {
@@ -10818,6 +11696,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -10866,7 +11761,10 @@ export interface operations {
       };
     };
   };
-  /** Reject a purchase pending approval: nothing is bought (409 when it is not pending) */
+  /**
+   * Reject a purchase pending approval: nothing is bought (409 when it is not pending)
+   * @description Reject a purchase pending approval: nothing is bought (409 when it is not pending).
+   */
   postBetaV1OrgByOrg_idPurchasesByPurchase_idReject: {
     parameters: {
       header?: {
@@ -10960,6 +11858,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -11008,7 +11923,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's purchasing connections (never their secrets) */
+  /**
+   * List the organization's purchasing connections (never their secrets)
+   * @description List the organization's purchasing connections (never their secrets).
+   */
   "getBetaV1OrgByOrg_idPurchasing-connections": {
     parameters: {
       query?: {
@@ -11083,6 +12001,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -11120,7 +12044,10 @@ export interface operations {
       };
     };
   };
-  /** Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off) */
+  /**
+   * Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off)
+   * @description Connect the credentials commitops buys commitments with at a provider (one per provider; dry_run until turned off).
+   */
   "postBetaV1OrgByOrg_idPurchasing-connections": {
     parameters: {
       header?: {
@@ -11241,6 +12168,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -11289,7 +12233,10 @@ export interface operations {
       };
     };
   };
-  /** One purchasing connection */
+  /**
+   * One purchasing connection
+   * @description One purchasing connection.
+   */
   "getBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -11359,6 +12306,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -11396,7 +12349,10 @@ export interface operations {
       };
     };
   };
-  /** Delete a purchasing connection (refused with 409 while it is buying approved items) */
+  /**
+   * Delete a purchasing connection (refused with 409 while it is buying approved items)
+   * @description Delete a purchasing connection (refused with 409 while it is buying approved items).
+   */
   "deleteBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -11464,6 +12420,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -11501,7 +12463,10 @@ export interface operations {
       };
     };
   };
-  /** Change a purchasing connection (dry_run: false makes purchases real; null removes a field) */
+  /**
+   * Change a purchasing connection (dry_run: false makes purchases real; null removes a field)
+   * @description Change a purchasing connection (dry_run: false makes purchases real; null removes a field).
+   */
   "patchBetaV1OrgByOrg_idPurchasing-connectionsByConnection_id": {
     parameters: {
       path: {
@@ -11601,6 +12566,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -11649,7 +12631,10 @@ export interface operations {
       };
     };
   };
-  /** Check the credentials with one read at the provider (nothing is bought) */
+  /**
+   * Check the credentials with one read at the provider (nothing is bought)
+   * @description Check the credentials with one read at the provider (nothing is bought).
+   */
   "postBetaV1OrgByOrg_idPurchasing-connectionsByConnection_idTest": {
     parameters: {
       header?: {
@@ -11735,6 +12720,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -11783,7 +12774,10 @@ export interface operations {
       };
     };
   };
-  /** List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses */
+  /**
+   * List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses
+   * @description List the commitments at the provider now and reconcile the inventory (new, modified, expired); 502 provider_error with detail.cause when the provider refuses.
+   */
   "postBetaV1OrgByOrg_idPurchasing-connectionsByConnection_idInventory": {
     parameters: {
       header?: {
@@ -11869,6 +12863,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -11928,7 +12928,10 @@ export interface operations {
       };
     };
   };
-  /** Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first */
+  /**
+   * Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first
+   * @description Segments of the organization, by provider (the provider-resources segment first, created on first use), then oldest first.
+   */
   getBetaV1OrgByOrg_idSegments: {
     parameters: {
       query?: {
@@ -12004,6 +13007,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -12041,7 +13050,10 @@ export interface operations {
       };
     };
   };
-  /** One segment: its provider, kind, name and filters */
+  /**
+   * One segment: its provider, kind, name and filters
+   * @description One segment: its provider, kind, name and filters.
+   */
   getBetaV1OrgByOrg_idSegmentsBySegment_id: {
     parameters: {
       path: {
@@ -12107,6 +13119,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -12258,6 +13276,23 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
           "Retry-After": components["headers"]["RetryAfter"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
         content: {
           "application/json": components["schemas"]["ErrorBody"];
@@ -12415,6 +13450,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -12463,7 +13515,10 @@ export interface operations {
       };
     };
   };
-  /** The tickets this organization filed, newest first (same scope as reading one back) */
+  /**
+   * The tickets this organization filed, newest first (same scope as reading one back)
+   * @description The tickets this organization filed, newest first (same scope as reading one back).
+   */
   getBetaV1OrgByOrg_idSupportTickets: {
     parameters: {
       query?: {
@@ -12539,6 +13594,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -12576,7 +13637,10 @@ export interface operations {
       };
     };
   };
-  /** Read back a ticket this organization filed (its `ticket_url`) */
+  /**
+   * Read back a ticket this organization filed (its `ticket_url`)
+   * @description Read back a ticket this organization filed (its `ticket_url`).
+   */
   getBetaV1OrgByOrg_idSupportTicketsByTicket_key: {
     parameters: {
       path: {
@@ -12646,6 +13710,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -12683,7 +13753,10 @@ export interface operations {
       };
     };
   };
-  /** List the organization's webhook and Slack endpoints, oldest first (never their secrets) */
+  /**
+   * List the organization's webhook and Slack endpoints, oldest first (never their secrets)
+   * @description List the organization's webhook and Slack endpoints, oldest first (never their secrets).
+   */
   "getBetaV1OrgByOrg_idWebhook-endpoints": {
     parameters: {
       query?: {
@@ -12754,6 +13827,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -12906,6 +13985,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -12954,7 +14050,10 @@ export interface operations {
       };
     };
   };
-  /** One endpoint and its delivery state (never its secret) */
+  /**
+   * One endpoint and its delivery state (never its secret)
+   * @description One endpoint and its delivery state (never its secret).
+   */
   "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id": {
     parameters: {
       path: {
@@ -13024,6 +14123,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -13061,7 +14166,10 @@ export interface operations {
       };
     };
   };
-  /** Delete an endpoint and its delivery log */
+  /**
+   * Delete an endpoint and its delivery log
+   * @description Delete an endpoint and its delivery log.
+   */
   "deleteBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_id": {
     parameters: {
       path: {
@@ -13125,6 +14233,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -13244,6 +14358,23 @@ export interface operations {
       };
       /** @description Method not allowed */
       405: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
         headers: {
           "RateLimit-Limit": components["headers"]["RateLimitLimit"];
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -13401,6 +14532,23 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The body is not sent as application/json */
+      415: {
+        headers: {
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+        };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -13538,6 +14686,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -13586,7 +14740,10 @@ export interface operations {
       };
     };
   };
-  /** The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt */
+  /**
+   * The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt
+   * @description The endpoint's delivery log, newest event first: status, attempts, last status code, latency, response excerpt.
+   */
   "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveries": {
     parameters: {
       query?: {
@@ -13663,6 +14820,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited */
       429: {
         headers: {
@@ -13700,7 +14863,10 @@ export interface operations {
       };
     };
   };
-  /** Every attempt of one delivery, oldest first */
+  /**
+   * Every attempt of one delivery, oldest first
+   * @description Every attempt of one delivery, oldest first.
+   */
   "getBetaV1OrgByOrg_idWebhook-endpointsByEndpoint_idDeliveriesByDelivery_idAttempts": {
     parameters: {
       query?: {
@@ -13773,6 +14939,12 @@ export interface operations {
           "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
         };
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -13904,6 +15076,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Body failed validation */
       422: {
         headers: {
@@ -14007,6 +15185,12 @@ export interface operations {
           }, components["schemas"]["ErrorBody"]]>;
         };
       };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Over the credential's rate limit; every message of a batch counts as one request (nothing of the request ran) */
       429: {
         headers: {
@@ -14021,7 +15205,10 @@ export interface operations {
       };
     };
   };
-  /** Authorization endpoint: sign-in and consent page */
+  /**
+   * Authorization endpoint: sign-in and consent page
+   * @description Authorization endpoint: sign-in and consent page.
+   */
   getOauthAuthorize: {
     responses: {
       /** @description The sign-in or consent page */
@@ -14034,9 +15221,30 @@ export interface operations {
       303: {
         content: never;
       };
+      /** @description The request cannot continue the sign-in */
+      400: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description A failed security check (CSRF), or a sign-in the provider refused */
+      403: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Sign-in and consent form submissions */
+  /**
+   * Sign-in and consent form submissions
+   * @description Sign-in and consent form submissions.
+   */
   postOauthAuthorize: {
     responses: {
       /** @description The page again, with what was wrong */
@@ -14049,9 +15257,30 @@ export interface operations {
       303: {
         content: never;
       };
+      /** @description The request cannot continue the sign-in */
+      400: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description A failed security check (CSRF), or a sign-in the provider refused */
+      403: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Sign-out page */
+  /**
+   * Sign-out page
+   * @description Sign-out page.
+   */
   getOauthLogout: {
     responses: {
       /** @description The page */
@@ -14060,9 +15289,30 @@ export interface operations {
           "text/html": string;
         };
       };
+      /** @description The request cannot continue the sign-in */
+      400: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description A failed security check (CSRF), or a sign-in the provider refused */
+      403: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Sign out (CSRF-protected form) */
+  /**
+   * Sign out (CSRF-protected form)
+   * @description Sign out (CSRF-protected form).
+   */
   postOauthLogout: {
     responses: {
       /** @description The page again, with what was wrong */
@@ -14075,9 +15325,30 @@ export interface operations {
       303: {
         content: never;
       };
+      /** @description The request cannot continue the sign-in */
+      400: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description A failed security check (CSRF), or a sign-in the provider refused */
+      403: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Register a client (RFC 7591) */
+  /**
+   * Register a client (RFC 7591)
+   * @description Register a client (RFC 7591).
+   */
   postOauthRegister: {
     responses: {
       /** @description The registered client (RFC 7591 §3.2.1) */
@@ -14095,9 +15366,28 @@ export interface operations {
           };
         };
       };
+      /** @description The request is invalid (RFC 6749 §5.2, RFC 7591 §3.2.2) */
+      400: {
+        content: {
+          "application/json": {
+            /** @description RFC 6749 §5.2 error code */
+            error: string;
+            error_description?: string;
+          };
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Revoke an access or refresh token (RFC 7009) */
+  /**
+   * Revoke an access or refresh token (RFC 7009)
+   * @description Revoke an access or refresh token (RFC 7009).
+   */
   postOauthRevoke: {
     responses: {
       /** @description Revoked, or the token was not valid (RFC 7009 §2.2: the same answer) */
@@ -14106,9 +15396,38 @@ export interface operations {
           "application/json": Record<string, never>;
         };
       };
+      /** @description The request is invalid (RFC 6749 §5.2, RFC 7591 §3.2.2) */
+      400: {
+        content: {
+          "application/json": {
+            /** @description RFC 6749 §5.2 error code */
+            error: string;
+            error_description?: string;
+          };
+        };
+      };
+      /** @description Client authentication failed (invalid_client) */
+      401: {
+        content: {
+          "application/json": {
+            /** @description RFC 6749 §5.2 error code */
+            error: string;
+            error_description?: string;
+          };
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Exchange a code or refresh token for tokens */
+  /**
+   * Exchange a code or refresh token for tokens
+   * @description Exchange a code or refresh token for tokens.
+   */
   postOauthToken: {
     responses: {
       /** @description Tokens (RFC 6749 §5.1) */
@@ -14130,14 +15449,61 @@ export interface operations {
           };
         };
       };
+      /** @description The request is invalid (RFC 6749 §5.2, RFC 7591 §3.2.2) */
+      400: {
+        content: {
+          "application/json": {
+            /** @description RFC 6749 §5.2 error code */
+            error: string;
+            error_description?: string;
+          };
+        };
+      };
+      /** @description Client authentication failed (invalid_client) */
+      401: {
+        content: {
+          "application/json": {
+            /** @description RFC 6749 §5.2 error code */
+            error: string;
+            error_description?: string;
+          };
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
-  /** Upstream OpenID Connect sign-in callback */
+  /**
+   * Upstream OpenID Connect sign-in callback
+   * @description Upstream OpenID Connect sign-in callback.
+   */
   getOauthUpstreamCallback: {
     responses: {
       /** @description Redirect (`Location`): the next step of the flow, or the client's redirect URI with `code`/`error` and `state` */
       303: {
         content: never;
+      };
+      /** @description The request cannot continue the sign-in */
+      400: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description A failed security check (CSRF), or a sign-in the provider refused */
+      403: {
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description The request body is larger than the server takes (MAX_BODY_BYTES) */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
       };
     };
   };
