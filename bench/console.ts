@@ -4,7 +4,7 @@
 //     against the 200 KB budget;
 //   - first page interactive: navigation start → the overview's figures on screen and the page
 //     answering a click, median of BENCH_ROUNDS (5) warm loads, against loading the bare shell;
-//   - Lighthouse (npm `lighthouse`, the installed Chromium) on the overview: performance and
+//   - Lighthouse (npm `lighthouse` 12.8.2 run by npx, the installed Chromium) on the overview: performance and
 //     accessibility, mobile (Lighthouse's default: simulated slow 4G and 4× CPU slowdown) and desktop.
 // The service is `bun scripts/main.ts serve` on a fresh embedded database (BENCH_BINARY=path to
 // use a compiled binary). Usage: npx bun bench/console.ts
@@ -17,6 +17,8 @@ import { freePort } from "../tests/helpers/process.ts";
 
 const root = join(import.meta.dir, "..");
 const CHROMIUM = process.env.CHROME_PATH ?? "/usr/bin/chromium";
+/** The Lighthouse the console's figures were measured with (README, Benchmarks). */
+const LIGHTHOUSE = "lighthouse@12.8.2";
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const work = mkdtempSync(join(tmpdir(), "commitops-console-bench-"));
 const port = await freePort();
@@ -103,8 +105,11 @@ try {
   const cookies = (await context.cookies(base)).map((c) => `${c.name}=${c.value}`).join("; ");
   await browser.close();
   const lighthouse = (preset: "mobile" | "desktop") => {
+    // Lighthouse (≈ 300 packages, 250 MB with its Sentry and OpenTelemetry trees) is fetched by
+    // npx into its cache on the first bench run rather than installed by every `npm ci`.
     const args = [
-      join(root, "node_modules", "lighthouse", "cli", "index.js"),
+      "--yes",
+      LIGHTHOUSE,
       `${base}/app/`,
       "--quiet",
       "--output=json",
@@ -114,7 +119,7 @@ try {
       `--chrome-flags=${launchArgs.join(" ")}`,
       ...(preset === "desktop" ? ["--preset=desktop"] : []),
     ];
-    const r = spawnSync("node", args, { env: { ...process.env, CHROME_PATH: CHROMIUM }, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+    const r = spawnSync("npx", args, { env: { ...process.env, CHROME_PATH: CHROMIUM }, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
     if (r.status !== 0) return { performance: NaN, accessibility: NaN, error: (r.stderr || r.stdout).slice(0, 500) };
     const report = JSON.parse(r.stdout);
     return {

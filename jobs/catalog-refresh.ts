@@ -4,6 +4,8 @@ import type { Services } from "../lib/services.ts";
 import { refreshCatalog } from "../lib/catalog/refresh/index.ts";
 import { priceSourcesOf, refreshScopeOf } from "../lib/catalog/refresh/scope.ts";
 import { emitCatalogRefreshFailed } from "../lib/events/catalogRefresh.ts";
+import { releaseRefreshLease } from "../lib/catalog/refresh/lease.ts";
+import { holdUntilReleased, stopSignal } from "../lib/shutdown/index.ts";
 import type { Job } from "./index.ts";
 
 /**
@@ -21,7 +23,15 @@ export const catalogRefreshJob: Job = {
     // Unique per run: the lease must tell two runs apart even within one process.
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const day = s.now().toISOString().slice(0, 10);
-    const report = await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day });
+    // A stopping process aborts the refresh (a feed not yet applied is read again by the next
+    // refresher) and gives its lease back, so another replica refreshes the day at once.
+    const held = holdUntilReleased("catalog refresh lease", () => releaseRefreshLease(s.db, holder));
+    let report;
+    try {
+      report = await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day, signal: stopSignal });
+    } finally {
+      held();
+    }
     // Feeds that failed keep their old prices: the orgs pricing from them are told (once a day).
     await emitCatalogRefreshFailed(s.db, report, day, s.now());
   },

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { measuredJobRun } from "../lib/metrics/process.ts";
 import type { Services } from "../lib/services.ts";
 import { errorForLog } from "../lib/log.ts";
+import { stopRequested, trackWork } from "../lib/shutdown/index.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
@@ -29,7 +30,8 @@ export const jobs: Job[] = [autoPurchaseJob, freezePeriodsJob, oauthCleanupJob, 
 
 /**
  * The cron plugin with every job. `@elysiajs/cron` starts jobs on `.use()`, and an async job
- * that throws would kill the process, so each run is wrapped in a catch that logs.
+ * that throws would kill the process, so each run is wrapped in a catch that logs. A stopping
+ * process starts no run, and the runs in flight are tracked so it waits for them (lib/shutdown).
  */
 export async function jobsPlugin(s: Services) {
   const { cron } = await import("@elysiajs/cron");
@@ -41,7 +43,8 @@ export async function jobsPlugin(s: Services) {
       timezone: "UTC",
       protect: true,
       run: () => {
-        measuredJobRun(job.name, () => job.run(s)).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
+        if (stopRequested()) return;
+        trackWork(measuredJobRun(job.name, () => job.run(s))).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
       },
     });
     const configured = job.schedule?.(s.config) ?? job.pattern;
@@ -56,4 +59,11 @@ export async function jobsPlugin(s: Services) {
     plugin = withJob as any;
   }
   return plugin;
+}
+
+/** Stops the schedules of the jobs plugin (`app.store.cron` once used): no run starts after this. */
+export function stopJobSchedules(app: { store: unknown }): number {
+  const crons = (app.store as { cron?: Record<string, { stop(): void }> }).cron ?? {};
+  for (const c of Object.values(crons)) c.stop();
+  return Object.keys(crons).length;
 }

@@ -12,8 +12,12 @@ export interface Config {
   logLevel: LogLevel;
   /** Run the cron jobs in this process (every replica may: jobs claim their work in the database). */
   jobsEnabled: boolean;
+  /** On SIGTERM/SIGINT: how long requests, downloads and job runs in flight may take to finish before they are cut and the process exits (SHUTDOWN_GRACE_SECONDS, default 25). */
+  shutdownGraceSeconds: number;
   /** SO_REUSEPORT on the listening socket (REUSE_PORT, off): only for several processes meant to share a port. */
   reusePort: boolean;
+  /** How long one statement of a migration waits for a table lock, in ms (MIGRATION_LOCK_TIMEOUT_SECONDS, default 5 s; 0 = no limit). */
+  migrationLockTimeoutMs: number;
   supportDailyCap: number;
   supportFilingEnabled: boolean;
   /** Deprecated (SUPPORT_WEBHOOK_URL): a process-wide webhook endpoint receiving every org's support.ticket_created in the old body (lib/webhooks/legacy.ts). */
@@ -138,6 +142,21 @@ export function positiveInt(v: string | undefined, dflt: number): number {
   return n > 0 ? n : dflt;
 }
 
+/**
+ * MIGRATION_LOCK_TIMEOUT_SECONDS in milliseconds: seconds ≥ 0, fractions allowed, at most an hour
+ * (0 = wait without limit); unset or anything else: 5 s (docs/OPERATIONS.md, "Upgrades").
+ */
+export function migrationLockTimeoutMs(env: Record<string, string | undefined> = process.env): number {
+  const v = env.MIGRATION_LOCK_TIMEOUT_SECONDS;
+  const n = Number(v);
+  return v !== undefined && v.trim() !== "" && Number.isFinite(n) && n >= 0 && n <= 3600 ? Math.round(n * 1000) : 5000;
+}
+
+/** `n` when it is at most `max` (a timer's range), else the default. */
+function atMost(n: number, max: number, dflt: number): number {
+  return n <= max ? n : dflt;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   const port = Number(env.PORT ?? 3000);
   return {
@@ -150,6 +169,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: parseLogLevel(env.LOG_LEVEL),
     jobsEnabled: bool(env.JOBS_ENABLED, true),
     reusePort: bool(env.REUSE_PORT, false),
+    migrationLockTimeoutMs: migrationLockTimeoutMs(env),
+    shutdownGraceSeconds: atMost(nonNegativeInt(env.SHUTDOWN_GRACE_SECONDS, 25), 3600, 25),
     supportDailyCap: Number(env.SUPPORT_DAILY_CAP ?? 10),
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),
     supportWebhookUrl: env.SUPPORT_WEBHOOK_URL || undefined,

@@ -6,14 +6,23 @@ import { createLogger } from "../lib/log.ts";
 import { openDb, ReadReplicaConfigError } from "../lib/db/index.ts";
 import { createServices } from "../lib/services.ts";
 import { DataDirLockedError } from "../lib/db/pglite.ts";
+import { MigrationLockTimeoutError } from "../lib/db/migrate.ts";
 import { listen, listenMetrics } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
-import { backgroundPurchasesSettled } from "../lib/purchasing/executor.ts";
+import { abandonWork, releaseHeld, requestStop, workInFlight, workSettled } from "../lib/shutdown/index.ts";
 import { warmConsole } from "../lib/console/assets.ts";
 import { startTracing } from "../lib/tracing/index.ts";
 
-/** How long a stopping server waits for the purchases its approvals started. */
-const SHUTDOWN_PURCHASES_MS = 30_000;
+/**
+ * After the grace (SHUTDOWN_GRACE_SECONDS): how long abandoned work may take to roll back, the
+ * claims to be given back, the pool and the trace exporter to close. At most ≈ 5 s together, so
+ * the default grace (25 s) ends within a 30 s kill timeout (Kubernetes' default).
+ */
+const ABANDON_MS = 2000;
+const RELEASE_MS = 1500;
+const CLOSE_MS = 1500;
+
+const within = <T>(p: Promise<T>, ms: number) => Promise.race([p.then(() => true as const), new Promise<false>((r) => setTimeout(() => r(false), ms))]);
 
 /** Bun's error when the port is taken (EADDRINUSE; its message asks "Is port … in use?"). */
 function isAddressInUse(e: unknown): boolean {
@@ -30,7 +39,7 @@ export async function serve() {
   try {
     handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true, log });
   } catch (e) {
-    if (e instanceof DataDirLockedError || e instanceof ReadReplicaConfigError) {
+    if (e instanceof DataDirLockedError || e instanceof ReadReplicaConfigError || e instanceof MigrationLockTimeoutError) {
       console.error(e.message);
       process.exit(1);
     }
@@ -62,9 +71,10 @@ export async function serve() {
   }
 
   // Metrics on a loopback port of their own (METRICS_PORT): a failure to bind is said and the service goes on.
+  let metricsServer: ReturnType<typeof listenMetrics> | undefined;
   if (config.metricsPort) {
     try {
-      listenMetrics(s, config.metricsPort);
+      metricsServer = listenMetrics(s, config.metricsPort);
     } catch (e) {
       log.error("metrics port unavailable", { port: config.metricsPort, error: e instanceof Error ? e.message : String(e) });
     }
@@ -93,19 +103,39 @@ export async function serve() {
   // The demo's billing months and estimate load in the background: the API answers meanwhile.
   if (demo) void seedDemoData(s, demo.orgId);
   // The cron jobs (scheduled on `.use`) start once the server answers.
-  if (config.jobsEnabled) app.use(await (await import("../jobs/index.ts")).jobsPlugin(s));
+  const jobs = config.jobsEnabled ? await import("../jobs/index.ts") : null;
+  if (jobs) app.use(await jobs.jobsPlugin(s));
 
+  // docs/OPERATIONS.md, "Stopping and restarting". The first SIGTERM/SIGINT: no new job run, no
+  // new connection; requests, downloads and job runs in flight get the grace to finish (job loops
+  // take no new item: lib/shutdown); then what still runs is cut (an import mid-period rolls
+  // back); the claims and leases this process still holds are given back so another replica
+  // takes them at once; the pool closes; exit 0. A second signal exits at once.
   let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
+  const shutdown = async (signal: "SIGTERM" | "SIGINT") => {
+    if (stopping) {
+      log.warn("second signal: exiting now", { signal });
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    }
     stopping = true;
-    log.info("shutting down", { signal });
-    await server.stop(false); // stop accepting; in-flight requests finish
-    // An approval's purchase started here records what the provider sold before the pool closes
-    // (else it waits for the 600 s lease and recovery); bounded like the pool's own drain.
-    await Promise.race([backgroundPurchasesSettled(s), new Promise((r) => setTimeout(r, SHUTDOWN_PURCHASES_MS))]);
-    await handle.close().catch(() => {});
-    await tracing?.shutdown();
+    const t0 = performance.now();
+    const graceMs = config.shutdownGraceSeconds * 1000;
+    requestStop();
+    const schedules = jobs ? jobs.stopJobSchedules(app) : 0;
+    log.info("shutting down", { signal, grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: workInFlight(), job_schedules_stopped: schedules });
+    void metricsServer?.stop(true);
+    const drained = Promise.all([server.stop(false), workSettled()]); // stop accepting; in-flight requests finish
+    if (!(await within(drained, graceMs))) {
+      log.warn("shutdown grace over: cutting what still runs", { grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: workInFlight() });
+      abandonWork();
+      void server.stop(true);
+      await within(drained, ABANDON_MS);
+    }
+    const { released, failed } = await releaseHeld(RELEASE_MS);
+    if (released.length || failed.length) log.info("shutdown: claims given back", { released, not_released: failed });
+    await within(handle.close().catch(() => {}), CLOSE_MS);
+    if (tracing) await within(tracing.shutdown(), CLOSE_MS);
+    log.info("stopped", { seconds: Math.round(performance.now() - t0) / 1000 });
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));

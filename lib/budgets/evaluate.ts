@@ -22,6 +22,7 @@ import type { Services } from "../services.ts";
 import { actualCents, completenessOf, monthEndForecasts, readDataEnds } from "./figures.ts";
 import { costFiltersOf, type Basis, type BudgetFilter, type Threshold } from "./model.ts";
 import { budgetLinks } from "../events/links.ts";
+import { stopRequested } from "../shutdown/index.ts";
 
 export interface BudgetRow {
   id: string;
@@ -246,7 +247,8 @@ export const nextUtcDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(),
 export async function runDueBudgetEvaluations(s: Services, opts: { leaseSeconds?: number; maxOrgs?: number } = {}): Promise<string[]> {
   const done: string[] = [];
   const lease = opts.leaseSeconds ?? EVALUATION_LEASE_SECONDS;
-  for (let orgs = 0; orgs < (opts.maxOrgs ?? Infinity); orgs++) {
+  // A stopping process claims no more organizations (lib/shutdown).
+  for (let orgs = 0; orgs < (opts.maxOrgs ?? Infinity) && !stopRequested(); orgs++) {
     const now = s.now();
     const until = new Date(now.getTime() + lease * 1000);
     const claimed = await queryRows<{ id: string; org_id: string }>(

@@ -26,6 +26,7 @@ import { ConflictError } from "../errors.ts";
 import { evaluateBudgetsAfterImport } from "../budgets/evaluate.ts";
 import { emitSyncFinished } from "../events/billingSync.ts";
 import { notifyAnomaliesAfterImport } from "../events/anomalies.ts";
+import { abandonable, abandonSignal, holdUntilReleased, stopRequested, WorkAbandoned } from "../shutdown/index.ts";
 
 /** This process, as named in the claims it takes. */
 export const WORKER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -47,6 +48,8 @@ export interface SyncOptions {
 const DEFAULT_LEASE_SECONDS = 300;
 
 class PeriodAlreadyCurrent extends Error {}
+/** The process is stopping: the periods imported so far are kept, the next ones are left to the replica that takes the connection next. */
+class SyncStopped extends Error {}
 
 /** Queues a manual sync (joining one already queued) and makes the connection due now. */
 export async function requestSync(s: Services, orgId: string, connectionId: string): Promise<RunView> {
@@ -93,7 +96,8 @@ export async function runDueSyncs(s: Services, opts: SyncOptions = {}): Promise<
   const workerId = opts.workerId ?? WORKER_ID;
   const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   const done: RunView[] = [];
-  while (done.length < (opts.limit ?? Infinity)) {
+  // A stopping process claims nothing more (lib/shutdown).
+  while (done.length < (opts.limit ?? Infinity) && !stopRequested()) {
     const c = await claimDue(s, workerId, leaseSeconds, opts.connectionId);
     if (!c) break;
     done.push(await syncClaimed(s, c, workerId, leaseSeconds));
@@ -126,7 +130,25 @@ interface RunTotals {
   bytesRead: number;
 }
 
+/** Gives this worker's claim of a connection back (a stopping process): another replica may take it at once. */
+async function releaseClaim(s: Services, connectionId: string, workerId: string): Promise<void> {
+  await s.db
+    .update(billingConnections)
+    .set({ claimedBy: null, claimedUntil: null })
+    .where(and(eq(billingConnections.id, connectionId), eq(billingConnections.claimedBy, workerId)));
+}
+
 async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leaseSeconds: number): Promise<RunView> {
+  // Released by the shutdown if this sync cannot record its own end (lib/shutdown); the end below releases it otherwise.
+  const held = holdUntilReleased(`billing connection ${c.id}`, () => releaseClaim(s, c.id, workerId));
+  try {
+    return await syncHeld(s, c, workerId, leaseSeconds);
+  } finally {
+    held();
+  }
+}
+
+async function syncHeld(s: Services, c: ConnectionRow, workerId: string, leaseSeconds: number): Promise<RunView> {
   const run = await startRun(s, c);
   const totals: RunTotals = { periodsSeen: 0, periodsImported: 0, periodsUnchanged: 0, rowsImported: 0, bytesRead: 0 };
   // A long import must not lose its claim to another replica: renew the lease while it runs.
@@ -140,20 +162,30 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
   }, Math.max(1000, (leaseSeconds * 1000) / 3));
   let reader: ExportReader | null = null;
   let failure: { cause: string; message: string } | null = null;
+  let stopped = false;
   const monthsImported: string[] = [];
   try {
     reader = await readerFor(settingsOf(secretBoxOf(s.config), c), { allowPrivateEndpoints: s.config.connectionsAllowPrivateEndpoints });
     await syncPeriods(s, c, reader, totals, monthsImported);
   } catch (e) {
-    failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
-    if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorForLog(e) });
+    // Stopped by the process's shutdown (before a period, or abandoned mid-import at the grace's
+    // end, whatever error that surfaced as): no failure of the connection's.
+    stopped = e instanceof SyncStopped || e instanceof WorkAbandoned || abandonSignal.aborted;
+    if (!stopped) {
+      failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
+      if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorForLog(e) });
+    }
   } finally {
     clearInterval(renew);
-    await Promise.resolve(reader?.close?.()).catch(() => {});
+    // Abandoned at its process's shutdown: the reader's sockets end with the process. Closed
+    // now, a download still arriving would fail on a stream nobody reads any more (an uncaught
+    // "aborted" logged as an error).
+    if (!abandonSignal.aborted) await Promise.resolve(reader?.close?.()).catch(() => {});
   }
   // Periods imported (even by a sync that failed later): the budgets see the new data before the run
   // is told finished. Never fails the sync.
-  if (totals.periodsImported > 0) await evaluateBudgetsAfterImport(s, c.orgId);
+  if (totals.periodsImported > 0 && !abandonSignal.aborted) await evaluateBudgetsAfterImport(s, c.orgId);
+  if (stopped) return interrupted(s, c, run, totals, workerId, abandonSignal.aborted);
   const now = s.now();
   const failures = failure ? c.consecutiveFailures + 1 : 0;
   const retryMinutes = Math.min(s.config.billingSyncIntervalMinutes, FIRST_RETRY_MINUTES * 2 ** Math.max(0, failures - 1));
@@ -192,6 +224,36 @@ async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leas
   return runView(finished);
 }
 
+/**
+ * The end of a sync stopped by its process's shutdown: the run is closed as interrupted with what
+ * it did (periods imported before the stop are committed and kept; the one in progress was rolled
+ * back), and the claim is given back while the connection stays due (its failures and next sync
+ * time untouched), so the replica that looks next syncs it at once. No event: nothing failed.
+ */
+async function interrupted(s: Services, c: ConnectionRow, run: RunRow, totals: RunTotals, workerId: string, abandoned: boolean): Promise<RunView> {
+  const now = s.now();
+  const finished = await s.db.transaction(async (tx) => {
+    const [finished] = await tx
+      .update(billingConnectionRuns)
+      .set({
+        ...totals,
+        status: "failed",
+        errorCause: "interrupted",
+        error: `The sync was stopped because the replica running it shut down${totals.periodsImported ? `; the ${totals.periodsImported} period(s) imported before are kept` : ""}${abandoned ? "; the period in progress was rolled back" : ""}. Another replica syncs the connection next.`,
+        finishedAt: now,
+      })
+      .where(eq(billingConnectionRuns.id, run.id))
+      .returning();
+    await tx
+      .update(billingConnections)
+      .set({ claimedBy: null, claimedUntil: null })
+      .where(and(eq(billingConnections.id, c.id), eq(billingConnections.claimedBy, workerId)));
+    return finished!;
+  });
+  s.log.info("billing sync stopped by shutdown; connection released", { connection_id: c.id, org_id: c.orgId, periods_imported: totals.periodsImported, period_rolled_back: abandoned });
+  return runView(finished);
+}
+
 async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, totals: RunTotals, monthsImported: string[] = []): Promise<void> {
   const periods = await reader.periods();
   totals.periodsSeen = periods.length;
@@ -203,6 +265,8 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
       totals.periodsUnchanged++;
       continue;
     }
+    // A safe point: the periods before are committed; a stopping process starts no other.
+    if (stopRequested()) throw new SyncStopped();
     const rows = await importPeriod(s, c, period);
     if (rows === null) totals.periodsUnchanged++;
     else {
@@ -217,7 +281,8 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
 /** Imports one period in one transaction; null when another replica had already imported this version. */
 async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod): Promise<number | null> {
   try {
-    const result = await importFocus(s.db, c.orgId, { records: joinTables(period.tables()) }, {
+    // Read until the stopping process's grace ends; then the import's transaction rolls back.
+    const result = await importFocus(s.db, c.orgId, { records: abandonable(joinTables(period.tables())) }, {
       fileName: `${c.name} ${period.month} (${period.files.length} file${period.files.length === 1 ? "" : "s"})`.slice(0, 500),
       now: s.now(),
       beforeCommit: async (tx: Tx, result) => {

@@ -1,6 +1,6 @@
 import type { DatabaseHandle } from "./types.ts";
 import type { Logger } from "../log.ts";
-import { openPglite } from "./pglite.ts";
+import { openMigratedMemoryPglite, openPglite } from "./pglite.ts";
 import { openPostgres, type PostgresSettings } from "./postgres.ts";
 import { migrate } from "./migrate.ts";
 import { checkReadReplicaUrls, openReadReplica } from "./replica.ts";
@@ -33,7 +33,9 @@ export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> 
   const handle =
     opts.url && /^postgres(ql)?:\/\//.test(opts.url)
       ? await openPostgres(opts.url, { log: opts.log, settings: opts.postgres })
-      : await openPglite(opts.dataDir);
+      : opts.dataDir === undefined && opts.migrate !== false
+        ? await openMigratedMemoryPglite()
+        : await openPglite(opts.dataDir);
   if (opts.migrate !== false) {
     try {
       await migrate(handle);

@@ -22,6 +22,7 @@ import { eventView } from "../events/view.ts";
 import { createMailer, MailError, type Mailer } from "./mailer.ts";
 import { renderEventEmail } from "./render.ts";
 import { ALWAYS_EMAILED_TO_ADMINS } from "./preferences.ts";
+import { holdUntilReleased, stopRequested } from "../shutdown/index.ts";
 
 const HOUR = 3_600_000;
 /** How long an email is tried, from when it was queued (with its event). */
@@ -97,16 +98,26 @@ export async function deliverEmails(s: Services, opts: EmailDeliveryOptions = {}
   const leaseMs = opts.leaseMs ?? EMAIL_LEASE_MS;
   const timeoutMs = Math.min(opts.timeoutMs ?? SEND_TIMEOUT_MS, leaseMs / 2);
   try {
-    for (let batch = 0; batch < maxBatches; batch++) {
+    // A stopping process claims no batch and starts no send (lib/shutdown).
+    for (let batch = 0; batch < maxBatches && !stopRequested(); batch++) {
       const now = opts.now ?? s.now();
       const leaseToken = randomUUID();
       const claimed = await claim(s, now, batchSize, leaseToken, leaseMs);
       if (!claimed.length) break;
       const pending = [...claimed];
+      // The rows not yet being sent are given back at shutdown; one being sent keeps its lease
+      // (given back, another replica could send it again while this send completes).
+      const unsent = () => releaseUnsent(s, leaseToken, pending.splice(0).map((c) => c.id));
+      const held = holdUntilReleased("email notifications", unsent);
       const worker = async () => {
-        for (let c = pending.shift(); c; c = pending.shift()) await sendOne(s, mailer!, c, leaseToken, timeoutMs, opts, report);
+        while (pending.length && !stopRequested()) await sendOne(s, mailer!, pending.shift()!, leaseToken, timeoutMs, opts, report);
       };
-      await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, claimed.length) }, worker));
+      try {
+        await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, claimed.length) }, worker));
+      } finally {
+        held();
+      }
+      if (pending.length) await unsent();
       if (claimed.length < batchSize) break;
     }
   } finally {
@@ -125,6 +136,16 @@ async function giveUpExpired(s: Services, now: Date, reason: string): Promise<nu
     .returning({ id: n.id });
   if (rows.length) s.log.warn("emails given up: not sent within 3 days", { count: rows.length });
   return rows.length;
+}
+
+/** Claimed rows this run did not send (a stopping process): due again at once, their attempt not counted. */
+async function releaseUnsent(s: Services, leaseToken: string, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  const n = emailNotifications;
+  await s.db
+    .update(n)
+    .set({ leaseToken: null, leaseUntil: null, attempts: sql`greatest(${n.attempts} - 1, 0)` })
+    .where(and(inArray(n.id, ids), eq(n.leaseToken, leaseToken), eq(n.status, "pending")));
 }
 
 async function claim(s: Services, now: Date, limit: number, leaseToken: string, leaseMs: number): Promise<Claimed[]> {

@@ -31,6 +31,7 @@ import { lockOrderForItems, settlePurchase } from "./orders.ts";
 import { outsideRequestScope } from "../db/requestScope.ts";
 import { providerPurchaserFor } from "./providers/index.ts";
 import { PurchaseFailure, refuseAbovePlan, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
+import { holdUntilReleased, stopRequested, trackWork } from "../shutdown/index.ts";
 
 type ItemRow = typeof purchaseItems.$inferSelect;
 type ConnectionRow = typeof purchasingConnections.$inferSelect;
@@ -269,6 +270,32 @@ async function recordOnce(s: Services, item: ItemRow, result: Result): Promise<I
   });
 }
 
+/**
+ * Gives back an item this worker claimed and has NOT called the provider for (a stopping
+ * process), so another replica buys it at once instead of after PURCHASE_LEASE_SECONDS. Only
+ * ever called before `callProvider` starts: from then on the request may have reached the
+ * provider (a buy whose answer is lost still buys), and an item released then could be claimed
+ * by another replica while the provider is still processing ours, whose recovery lookup
+ * (`findExisting`) might not see that purchase yet and buy it a second time. Such an item stays
+ * `submitting` under its lease and is recovered (looked for at the provider first) once it lapses.
+ *
+ * A fresh item goes back to `approved` (this claim never happened: its attempt is not counted);
+ * one this worker took over for recovery stays `submitting` with its earlier submission time,
+ * so whoever takes it next still looks at the provider before buying.
+ */
+async function giveBackUncalled(s: Services, item: ItemRow, recovering: boolean): Promise<void> {
+  await s.db
+    .update(purchaseItems)
+    .set({
+      ...(recovering ? {} : { status: "approved" as const, submittedAt: null }),
+      attempts: Math.max(0, item.attempts - 1),
+      claimedBy: null,
+      claimedUntil: null,
+      updatedAt: s.now(),
+    })
+    .where(and(eq(purchaseItems.id, item.id), eq(purchaseItems.claimedBy, WORKER), eq(purchaseItems.status, "submitting")));
+}
+
 /** Provider ids already adopted by items of this connection: a recovery lookup must not take them. */
 async function claimedProviderIds(s: Services, connectionId: string, exceptItem: string): Promise<Set<string>> {
   const rows = await s.db
@@ -287,24 +314,40 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
   const reports: ItemReport[] = [];
   const purchasers = new Map<string, ProviderPurchaser>();
   try {
-    for (;;) {
+    // A stopping process claims no more items (lib/shutdown).
+    while (!stopRequested()) {
       const claim = await claimItem(s, { purchaseId: opts.purchaseId });
       if (!claim) break;
       const { item, recovering } = claim;
+      // Until the provider is called, a shutdown may give the item back (giveBackUncalled says why only until then).
+      const held = holdUntilReleased(`purchase item ${item.id}`, () => giveBackUncalled(s, item, recovering));
       let result: Result;
-      const [connection] = item.connectionId ? await s.db.select().from(purchasingConnections).where(eq(purchasingConnections.id, item.connectionId)) : [];
-      if (!connection || (!connection.enabled && !recovering)) {
-        result = { kind: "failed", failure: new PurchaseFailure("refused", connection ? "The purchasing connection is disabled: enable it, and the next plan buys anew." : "The purchasing connection of this item was deleted before it was bought.") };
-      } else {
-        try {
-          const purchaser = purchasers.get(connection.id) ?? (await purchaserOfConnection(s, connection));
-          purchasers.set(connection.id, purchaser);
-          await hooks.beforeProviderCall?.(item);
-          result = await callProvider(purchaser, item, recovering, () => claimedProviderIds(s, connection.id, item.id));
-          await hooks.afterProviderCall?.(item);
-        } catch (e) {
-          result = { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };
+      try {
+        const [connection] = item.connectionId ? await s.db.select().from(purchasingConnections).where(eq(purchasingConnections.id, item.connectionId)) : [];
+        if (!connection || (!connection.enabled && !recovering)) {
+          result = { kind: "failed", failure: new PurchaseFailure("refused", connection ? "The purchasing connection is disabled: enable it, and the next plan buys anew." : "The purchasing connection of this item was deleted before it was bought.") };
+        } else {
+          try {
+            const purchaser = purchasers.get(connection.id) ?? (await purchaserOfConnection(s, connection));
+            purchasers.set(connection.id, purchaser);
+            await hooks.beforeProviderCall?.(item);
+            if (stopRequested()) {
+              // The last point where nothing has reached the provider: give the item back and stop.
+              held();
+              await giveBackUncalled(s, item, recovering);
+              s.log.info("purchase item given back: the process is stopping", { item_id: item.id, purchase_id: item.purchaseId });
+              break;
+            }
+            // From here the provider may be reached: a shutdown must leave the item to recovery.
+            held();
+            result = await callProvider(purchaser, item, recovering, () => claimedProviderIds(s, connection.id, item.id));
+            await hooks.afterProviderCall?.(item);
+          } catch (e) {
+            result = { kind: "retry", message: e instanceof Error ? e.message : String(e), cause: "internal" };
+          }
         }
+      } finally {
+        held();
       }
       const report = await record(s, item, result);
       if (result.kind === "retry") s.log.warn("purchase item attempt failed", { item_id: item.id, purchase_id: item.purchaseId, cause: result.cause, error: errorForLog(result.message) });
@@ -328,7 +371,7 @@ export function buyInBackground(s: Services, purchaseId: string): void {
   const running = background.get(s) ?? new Set<Promise<void>>();
   background.set(s, running);
   // Not the request's work: its transactions carry no commit marker of the approval's key.
-  const work: Promise<void> = outsideRequestScope(() => processPurchaseItems(s, { purchaseId }))
+  const work: Promise<void> = trackWork(outsideRequestScope(() => processPurchaseItems(s, { purchaseId })))
     .then(() => undefined)
     .catch((e) => s.log.error("purchase after approval failed", { purchase_id: purchaseId, error: errorForLog(e) }))
     .finally(() => running.delete(work));

@@ -16,6 +16,7 @@ import type { Services } from "../services.ts";
 import { errorForLog } from "../log.ts";
 import { purchaserOfConnection } from "./executor.ts";
 import { PurchaseFailure, type ProviderCommitment } from "./providers/types.ts";
+import { stopRequested } from "../shutdown/index.ts";
 
 type ConnectionRow = typeof purchasingConnections.$inferSelect;
 type CommitmentRow = typeof commitments.$inferSelect;
@@ -142,7 +143,8 @@ export async function syncInventory(s: Services, c: ConnectionRow): Promise<Inve
 /** The inventory job: every due, enabled connection, each claimed by one replica. */
 export async function syncDueInventories(s: Services): Promise<{ connection_id: string; report?: InventoryReport; error?: string }[]> {
   const out: { connection_id: string; report?: InventoryReport; error?: string }[] = [];
-  for (;;) {
+  // A stopping process claims no more connections (lib/shutdown).
+  while (!stopRequested()) {
     const now = s.now();
     const claimed = await s.db.transaction(async (tx) => {
       const [c] = await tx
@@ -163,4 +165,5 @@ export async function syncDueInventories(s: Services): Promise<{ connection_id: 
       out.push({ connection_id: claimed.id, error: e instanceof Error ? e.message : String(e) });
     }
   }
+  return out;
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { mkdtempSync, copyFileSync, existsSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, copyFileSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
@@ -8,11 +8,13 @@ import { SCALAR_VERSION } from "../../lib/http/docs.ts";
 
 const root = join(import.meta.dir, "../..");
 
-test("the compiled binary serves /readyz and the embedded /docs script from a directory with no node_modules", async () => {
+test("the compiled binary (within 150 MB) serves /readyz and the embedded /docs script from a directory with no node_modules", async () => {
   const build = mkdtempSync(join(tmpdir(), "commitops-build-"));
   const outfile = join(build, "commitops");
   const r = spawnSync(process.execPath, [join(root, "scripts/build.ts")], { cwd: root, env: { ...process.env, OUTFILE: outfile }, encoding: "utf8" });
-  expect(r.status).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
+  // Issue 29's size budget.
+  expect(statSync(outfile).size).toBeLessThanOrEqual(150_000_000);
   const run = mkdtempSync(join(tmpdir(), "commitops-run-"));
   copyFileSync(outfile, join(run, "commitops"));
   expect(readdirSync(run)).toEqual(["commitops"]);

@@ -1,3 +1,4 @@
+// test:solo — every request is checked against /healthz latency budgets (100 ms, 250 ms in flight): other test files on the same cores would be measured, not the service.
 /**
  * Fuzz suite: every operation of the app's own /openapi.json (the Beta API, OAuth, MCP, the
  * health endpoints) receives generated requests through a REAL HTTP server (scripts/bun-server.ts),

@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer, request as httpRequest } from "node:http";
 import S3rver from "s3rver";
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 
@@ -79,4 +80,49 @@ export async function writeAwsExport(client: S3Client, p: AwsExportPeriod): Prom
   };
   await client.send(new PutObjectCommand({ Bucket: p.bucket, Key: `${base(p)}/metadata/BILLING_PERIOD=${p.month}/${p.exportName}-Manifest.json`, Body: JSON.stringify(manifest) }));
   return keys;
+}
+
+export interface StallingProxy {
+  endpoint: string;
+  /** Resolves once a data file's download has stalled (half of its bytes sent). */
+  readonly stalled: Promise<void>;
+  /** Stall no later download (those already stalled stay so). */
+  release(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy in front of the loopback S3 server whose data-file downloads (GETs under
+ * `/data/`) send their headers and the first half of their bytes, then nothing more: a sync
+ * reading through it is mid-import for as long as the test wants. Other requests pass through.
+ */
+export async function startStallingProxy(target: string): Promise<StallingProxy> {
+  let stalling = true;
+  let onStall!: () => void;
+  const stalled = new Promise<void>((r) => (onStall = r));
+  const server = createServer((req, res) => {
+    const upstream = httpRequest(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      if (!(stalling && req.method === "GET" && req.url?.includes("/data/"))) return void answer.pipe(res);
+      let room = Math.floor(Number(answer.headers["content-length"] ?? 0) / 2);
+      answer.on("data", (chunk: Buffer) => {
+        if (room <= 0) return;
+        res.write(chunk.subarray(0, room));
+        room -= Math.min(room, chunk.length);
+        if (room === 0) onStall();
+      });
+    });
+    upstream.on("error", () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    stalled,
+    release: () => void (stalling = false),
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }

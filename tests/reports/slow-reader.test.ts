@@ -1,3 +1,4 @@
+// test:solo — asserts release times and idle cuts in seconds against the wall clock: other test files on the same cores would be measured, not the service.
 /**
  * Report downloads whose clients stop reading (issue 10, point 3), through a real Bun server and
  * raw TCP clients: they must not hold database connections beyond the idle timeout, other

@@ -192,7 +192,8 @@ export async function refreshCatalog(db: Db, opts: RefreshOptions): Promise<Refr
     report.status = failed === 0 ? "completed" : ok > 0 ? "partial" : "failed";
     if (signal.aborted) opts.log.warn("catalog refresh stopped before its end", { reason: lost ? "lease lost" : "aborted" });
     // Marked before the lease is released: a replica taking the lease next finds the day done.
-    if (opts.daily && !lost && report.status !== "failed") await markDailyRefresh(db, opts.daily, opts.holder).catch(() => {});
+    // Not when stopped (lease lost, or its process stopping): the feeds not refreshed are the next refresher's.
+    if (opts.daily && !signal.aborted && report.status !== "failed") await markDailyRefresh(db, opts.daily, opts.holder).catch(() => {});
   } finally {
     clearInterval(heartbeat);
     if (!lost) await releaseRefreshLease(db, opts.holder).catch(() => {});
