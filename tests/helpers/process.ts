@@ -99,3 +99,12 @@ export async function outputMatching(p: { output(): string; exited: Promise<unkn
   }
   return p.output();
 }
+
+/** Resolves once `cond` holds, polled every 25 ms; rejects naming `what` when the time runs out. */
+export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.ts";
+import { holdTable } from "../helpers/pgLocks.ts";
 import { migrate, MigrationLockTimeoutError, migrationState, type Migration } from "../../lib/db/migrate.ts";
 import { loadConfig, migrationLockTimeoutMs } from "../../lib/config.ts";
 import { migrations } from "../../drizzle/migrations.gen.ts";
@@ -39,16 +40,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("a migration behind a serving re
 
   test("gives up within the lock timeout on every try, applies nothing, and never holds the other sessions' reads longer than that; applies once the transaction ends", async () => {
     // A replica still serving holds a read of the table in an open transaction (a long report).
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let holding!: () => void;
-    const isHolding = new Promise<void>((r) => (holding = r));
-    const longRead = serving.begin(async (tx) => {
-      await tx`SELECT count(*) FROM organizations`;
-      holding();
-      await held;
-    });
-    await isHolding;
+    const longRead = await holdTable(serving, "organizations");
 
     // Meanwhile other sessions keep reading the table: each read waits at most about the timeout.
     const readWaits: number[] = [];
@@ -80,8 +72,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("a migration behind a serving re
     expect(await hasColumn()).toBe(false);
 
     // The long transaction ends: the next start applies the migration, once.
-    release();
-    await longRead;
+    await longRead.release();
     expect(await migrate(db.handle, { migrations: withNext, lockTimeoutMs: 300, attempts: 2 })).toEqual([next.tag]);
     expect(await migrate(db.handle, { migrations: withNext, lockTimeoutMs: 300, attempts: 2 })).toEqual([]);
     expect(await hasColumn()).toBe(true);
