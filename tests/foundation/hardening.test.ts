@@ -1,3 +1,4 @@
+// test:solo — three refusals are asserted to take under 100 ms: other test files on the same cores would be measured, not the service.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { describeEachDb } from "../helpers/db.ts";
