@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Budgets in Chromium: an admin creates a budget through the form (a bad amount is refused by the
 // API and its message shown at the field), reads its figures — equal to GET /budgets/{id} —, its
 // months (chart and table equal to GET /history), edits and deletes it (confirmed); a viewer sees

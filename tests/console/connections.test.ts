@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Connections in Chromium: an admin adds a billing connection to a loopback S3 holding an AWS
 // Data Export, tests it, syncs it now and sees the run and its status; the secret is write-only
 // (never in the page nor in any answer the page received); a purchasing connection's dry run

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Estimates in Chromium: search the catalog, build a basket, read its pricing (every figure equal
 // to GET /cost-estimates/{id} to the cent, the prices' as-of date and stale flag), change a
 // quantity, choose and compare two commitment options; a viewer reads but is offered no change and
@@ -93,7 +94,11 @@ describeEachDb("console: estimates", (driver) => {
       // Change the quantity: PATCH, then the page shows the API's new figures.
       const qty = `#qty-${e.line_items[0].id}`;
       await page.fill(qty, "5");
+      // The PATCH's answer, not the page's look, says the change is saved (a busy machine can
+      // paint the typed value and a disabled button before the request is answered).
+      const patched = page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes(`/line-items/${e.line_items[0].id}`));
       await page.click(`form.qty:has(${qty}) button[type=submit]`);
+      expect((await patched).status()).toBe(200);
       await page.waitForFunction((id) => (document.getElementById(id) as HTMLInputElement | null)?.value === "5" && !!document.querySelector("[data-testid=total-ondemand]"), `qty-${e.line_items[0].id}`);
       await page.waitForFunction(() => !document.querySelector("form.qty button[type=submit]:not([disabled])"));
       e = await apiGet(t, base, org.orgId, key, `/cost-estimates/${estimateId}?include_options=true`);

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // The cost explorer in Chromium: every cell and total equals GET /costs for the same query to the
 // cent, tag grouping, the CSV download byte for byte, the view kept in the URL, empty states, 375 px.
 import { expect, test } from "bun:test";

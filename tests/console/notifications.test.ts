@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Notifications in Chromium: an admin adds a webhook endpoint at a loopback receiver and sees its
 // signing secret once (the receiver verifies the deliveries with it, by the Standard Webhooks
 // library) and never again; the events a budget fired are listed as GET /events answers them,

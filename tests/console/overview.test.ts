@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // The overview in Chromium: every figure equals the API's to the cent and links to the report rows behind it.
 import { expect, test } from "bun:test";
 import { describeEachDb } from "../helpers/db.ts";

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Plans in Chromium: the what-if panel shows the planner's figures, a plan is generated and read,
 // two editors of one template get the conflict instead of overwriting each other, and a viewer
 // is offered no change.

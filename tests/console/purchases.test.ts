@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Purchases in Chromium: an admin approves a pending purchase and sees it bought at the loopback
 // AWS server (its provider id on the page and in the API), rejects another, reads the story; a
 // member sees the list without the decision and the server refuses a forged approval.

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Allocation reports in Chromium: report and month picked in the page, every cell the API's to the
 // cent, paging, the month's finalized / in-progress label as the API's period status, the CSV
 // downloaded from the page byte for byte the API's for the same query (filters included),

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // The console's server side over plain HTTP: sign-in as an OAuth client of this server, the
 // session cookie, CSRF on state changes, the single-flight token refresh, sign-out, the shell's
 // headers and the assets' compression and caching.

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Settings in Chromium: an admin creates an API key (its secret shown once, and it works against
 // the API), sees it listed, revokes it (confirmed) and the key is refused from then on; leaving
 // the page forgets the secret. Members: add, change a role, remove; the last admin's refusal

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // Support in Chromium: a bug report filed from the "Report a problem" link carries the console page
 // the user came from as app_url (read back through GET /support/tickets/{key}); a feature
 // request; the org's tickets listed as the API lists them; the not-filed and rate-limited results

@@ -1,3 +1,4 @@
+// test:solo — drives Chromium: three browsers on two cores made its waits race (a CI run lost a PATCH behind a repaint); it runs with the machine to itself, as it was written for.
 // The login and consent pages driven in headless Chromium (Debian's /usr/bin/chromium; CI installs
 // it with scripts/ci-install-chromium.sh). Skipped, with a message, only when it is absent.
 import { expect, test } from "bun:test";
