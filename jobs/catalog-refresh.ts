@@ -5,7 +5,6 @@ import { refreshCatalog } from "../lib/catalog/refresh/index.ts";
 import { priceSourcesOf, refreshScopeOf } from "../lib/catalog/refresh/scope.ts";
 import { emitCatalogRefreshFailed } from "../lib/events/catalogRefresh.ts";
 import { releaseRefreshLease } from "../lib/catalog/refresh/lease.ts";
-import { holdUntilReleased, stopSignal } from "../lib/shutdown/index.ts";
 import type { Job } from "./index.ts";
 
 /**
@@ -25,10 +24,10 @@ export const catalogRefreshJob: Job = {
     const day = s.now().toISOString().slice(0, 10);
     // A stopping process aborts the refresh (a feed not yet applied is read again by the next
     // refresher) and gives its lease back, so another replica refreshes the day at once.
-    const held = holdUntilReleased("catalog refresh lease", () => releaseRefreshLease(s.db, holder));
+    const held = s.shutdown.holdUntilReleased("catalog refresh lease", () => releaseRefreshLease(s.db, holder));
     let report;
     try {
-      report = await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day, signal: stopSignal });
+      report = await refreshCatalog(s.db, { sources: priceSourcesOf(s.config), scope: refreshScopeOf(s.config), holder, log: s.log, daily: day, signal: s.shutdown.stopSignal });
     } finally {
       held();
     }

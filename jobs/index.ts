@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { measuredJobRun } from "../lib/metrics/process.ts";
 import type { Services } from "../lib/services.ts";
 import { errorForLog } from "../lib/log.ts";
-import { stopRequested, trackWork } from "../lib/shutdown/index.ts";
 import { autoPurchaseJob } from "./auto-purchase.ts";
 import { freezePeriodsJob } from "./freeze-periods.ts";
 import { oauthCleanupJob } from "./oauth-cleanup.ts";
@@ -43,8 +42,8 @@ export async function jobsPlugin(s: Services) {
       timezone: "UTC",
       protect: true,
       run: () => {
-        if (stopRequested()) return;
-        trackWork(measuredJobRun(job.name, () => job.run(s))).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
+        if (s.shutdown.stopRequested()) return;
+        s.shutdown.trackWork(measuredJobRun(job.name, () => job.run(s))).catch((e) => s.log.error("job failed", { job: job.name, error: errorForLog(e) }));
       },
     });
     const configured = job.schedule?.(s.config) ?? job.pattern;

@@ -142,14 +142,16 @@ export function positiveInt(v: string | undefined, dflt: number): number {
   return n > 0 ? n : dflt;
 }
 
+/** How long a migration's statement waits for a table lock unless MIGRATION_LOCK_TIMEOUT_SECONDS says otherwise. */
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 5000;
+
 /**
  * MIGRATION_LOCK_TIMEOUT_SECONDS in milliseconds: seconds ≥ 0, fractions allowed, at most an hour
  * (0 = wait without limit); unset or anything else: 5 s (docs/OPERATIONS.md, "Upgrades").
  */
-export function migrationLockTimeoutMs(env: Record<string, string | undefined> = process.env): number {
-  const v = env.MIGRATION_LOCK_TIMEOUT_SECONDS;
+function migrationLockTimeoutMs(v: string | undefined): number {
   const n = Number(v);
-  return v !== undefined && v.trim() !== "" && Number.isFinite(n) && n >= 0 && n <= 3600 ? Math.round(n * 1000) : 5000;
+  return v !== undefined && v.trim() !== "" && Number.isFinite(n) && n >= 0 && n <= 3600 ? Math.round(n * 1000) : DEFAULT_MIGRATION_LOCK_TIMEOUT_MS;
 }
 
 /** `n` when it is at most `max` (a timer's range), else the default. */
@@ -169,7 +171,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: parseLogLevel(env.LOG_LEVEL),
     jobsEnabled: bool(env.JOBS_ENABLED, true),
     reusePort: bool(env.REUSE_PORT, false),
-    migrationLockTimeoutMs: migrationLockTimeoutMs(env),
+    migrationLockTimeoutMs: migrationLockTimeoutMs(env.MIGRATION_LOCK_TIMEOUT_SECONDS),
     shutdownGraceSeconds: atMost(nonNegativeInt(env.SHUTDOWN_GRACE_SECONDS, 25), 3600, 25),
     supportDailyCap: Number(env.SUPPORT_DAILY_CAP ?? 10),
     supportFilingEnabled: bool(env.SUPPORT_FILING_ENABLED, true),

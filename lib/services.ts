@@ -2,6 +2,7 @@ import type { Config } from "./config.ts";
 import type { DatabaseHandle, Db } from "./db/index.ts";
 import type { Logger } from "./log.ts";
 import { readerOf } from "./db/replica.ts";
+import { Shutdown } from "./shutdown/index.ts";
 
 /**
  * What the HTTP routes, the jobs, the CLI and the MCP tools share: one per process (tests make
@@ -22,6 +23,8 @@ export interface Services {
   now(): Date;
   /** Feature-specific collaborators, keyed by feature (set by createServices callers or tests). */
   extras: Record<string, unknown>;
+  /** This service's stop: work loops take no new item once it is requested (lib/shutdown). */
+  shutdown: Shutdown;
 }
 
 export function createServices(
@@ -31,5 +34,5 @@ export function createServices(
   opts: { now?: () => Date; extras?: Record<string, unknown>; reportReader?: DatabaseHandle } = {},
 ): Services {
   const reportReader = opts.reportReader ?? readerOf(handle);
-  return { handle, db: handle.db, reportReader, config, log, now: opts.now ?? (() => new Date()), extras: opts.extras ?? {} };
+  return { handle, db: handle.db, reportReader, config, log, now: opts.now ?? (() => new Date()), extras: opts.extras ?? {}, shutdown: new Shutdown() };
 }

@@ -6,7 +6,7 @@ import { migrate, MigrationLockTimeoutError } from "../lib/db/migrate.ts";
 const config = loadConfig();
 const handle = await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: false });
 try {
-  const applied = await migrate(handle);
+  const applied = await migrate(handle, { lockTimeoutMs: config.migrationLockTimeoutMs });
   console.log(applied.length ? `applied: ${applied.join(", ")}` : "database is up to date");
 } catch (e) {
   if (!(e instanceof MigrationLockTimeoutError)) throw e;

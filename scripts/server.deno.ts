@@ -15,7 +15,7 @@ declare const Deno: any;
 const config = loadConfig();
 const log = createLogger(config.logLevel);
 keepServingOnUncaughtErrors(log);
-const handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true });
+const handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true, migrationLockTimeoutMs: config.migrationLockTimeoutMs });
 const s = createServices(handle, config, log);
 const app = createApp(s);
 if (config.seedDemo) {

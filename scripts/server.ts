@@ -9,7 +9,6 @@ import { DataDirLockedError } from "../lib/db/pglite.ts";
 import { MigrationLockTimeoutError } from "../lib/db/migrate.ts";
 import { listen, listenMetrics } from "./bun-server.ts";
 import { keepServingOnUncaughtErrors } from "../lib/lastResort.ts";
-import { abandonWork, releaseHeld, requestStop, workInFlight, workSettled } from "../lib/shutdown/index.ts";
 import { warmConsole } from "../lib/console/assets.ts";
 import { startTracing } from "../lib/tracing/index.ts";
 
@@ -37,7 +36,7 @@ export async function serve() {
   const appModules = Promise.all([import("../lib/http/app.ts"), import("../lib/demo/seed.ts")]);
   let handle;
   try {
-    handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true, log });
+    handle = await openDb({ url: config.databaseUrl, readUrl: config.databaseReadUrl, dataDir: config.dataDir, migrate: true, migrationLockTimeoutMs: config.migrationLockTimeoutMs, log });
   } catch (e) {
     if (e instanceof DataDirLockedError || e instanceof ReadReplicaConfigError || e instanceof MigrationLockTimeoutError) {
       console.error(e.message);
@@ -120,18 +119,18 @@ export async function serve() {
     stopping = true;
     const t0 = performance.now();
     const graceMs = config.shutdownGraceSeconds * 1000;
-    requestStop();
+    s.shutdown.requestStop();
     const schedules = jobs ? jobs.stopJobSchedules(app) : 0;
-    log.info("shutting down", { signal, grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: workInFlight(), job_schedules_stopped: schedules });
+    log.info("shutting down", { signal, grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: s.shutdown.workInFlight(), job_schedules_stopped: schedules });
     void metricsServer?.stop(true);
-    const drained = Promise.all([server.stop(false), workSettled()]); // stop accepting; in-flight requests finish
+    const drained = Promise.all([server.stop(false), s.shutdown.workSettled()]); // stop accepting; in-flight requests finish
     if (!(await within(drained, graceMs))) {
-      log.warn("shutdown grace over: cutting what still runs", { grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: workInFlight() });
-      abandonWork();
+      log.warn("shutdown grace over: cutting what still runs", { grace_seconds: config.shutdownGraceSeconds, requests_in_flight: server.pendingRequests, jobs_in_flight: s.shutdown.workInFlight() });
+      s.shutdown.abandonWork();
       void server.stop(true);
       await within(drained, ABANDON_MS);
     }
-    const { released, failed } = await releaseHeld(RELEASE_MS);
+    const { released, failed } = await s.shutdown.releaseHeld(RELEASE_MS);
     if (released.length || failed.length) log.info("shutdown: claims given back", { released, not_released: failed });
     await within(handle.close().catch(() => {}), CLOSE_MS);
     if (tracing) await within(tracing.shutdown(), CLOSE_MS);

@@ -22,7 +22,6 @@ import type { Services } from "../services.ts";
 import { actualCents, completenessOf, monthEndForecasts, readDataEnds } from "./figures.ts";
 import { costFiltersOf, type Basis, type BudgetFilter, type Threshold } from "./model.ts";
 import { budgetLinks } from "../events/links.ts";
-import { stopRequested } from "../shutdown/index.ts";
 
 export interface BudgetRow {
   id: string;
@@ -248,7 +247,7 @@ export async function runDueBudgetEvaluations(s: Services, opts: { leaseSeconds?
   const done: string[] = [];
   const lease = opts.leaseSeconds ?? EVALUATION_LEASE_SECONDS;
   // A stopping process claims no more organizations (lib/shutdown).
-  for (let orgs = 0; orgs < (opts.maxOrgs ?? Infinity) && !stopRequested(); orgs++) {
+  for (let orgs = 0; orgs < (opts.maxOrgs ?? Infinity) && !s.shutdown.stopRequested(); orgs++) {
     const now = s.now();
     const until = new Date(now.getTime() + lease * 1000);
     const claimed = await queryRows<{ id: string; org_id: string }>(

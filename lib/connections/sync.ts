@@ -26,7 +26,7 @@ import { ConflictError } from "../errors.ts";
 import { evaluateBudgetsAfterImport } from "../budgets/evaluate.ts";
 import { emitSyncFinished } from "../events/billingSync.ts";
 import { notifyAnomaliesAfterImport } from "../events/anomalies.ts";
-import { abandonable, abandonSignal, holdUntilReleased, stopRequested, WorkAbandoned } from "../shutdown/index.ts";
+import { WorkAbandoned } from "../shutdown/index.ts";
 
 /** This process, as named in the claims it takes. */
 export const WORKER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -97,7 +97,7 @@ export async function runDueSyncs(s: Services, opts: SyncOptions = {}): Promise<
   const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   const done: RunView[] = [];
   // A stopping process claims nothing more (lib/shutdown).
-  while (done.length < (opts.limit ?? Infinity) && !stopRequested()) {
+  while (done.length < (opts.limit ?? Infinity) && !s.shutdown.stopRequested()) {
     const c = await claimDue(s, workerId, leaseSeconds, opts.connectionId);
     if (!c) break;
     done.push(await syncClaimed(s, c, workerId, leaseSeconds));
@@ -140,7 +140,7 @@ async function releaseClaim(s: Services, connectionId: string, workerId: string)
 
 async function syncClaimed(s: Services, c: ConnectionRow, workerId: string, leaseSeconds: number): Promise<RunView> {
   // Released by the shutdown if this sync cannot record its own end (lib/shutdown); the end below releases it otherwise.
-  const held = holdUntilReleased(`billing connection ${c.id}`, () => releaseClaim(s, c.id, workerId));
+  const held = s.shutdown.holdUntilReleased(`billing connection ${c.id}`, () => releaseClaim(s, c.id, workerId));
   try {
     return await syncHeld(s, c, workerId, leaseSeconds);
   } finally {
@@ -170,7 +170,7 @@ async function syncHeld(s: Services, c: ConnectionRow, workerId: string, leaseSe
   } catch (e) {
     // Stopped by the process's shutdown (before a period, or abandoned mid-import at the grace's
     // end, whatever error that surfaced as): no failure of the connection's.
-    stopped = e instanceof SyncStopped || e instanceof WorkAbandoned || abandonSignal.aborted;
+    stopped = e instanceof SyncStopped || e instanceof WorkAbandoned || s.shutdown.abandoned;
     if (!stopped) {
       failure = describeFailure(reader ? (reader.explain?.(e) ?? e) : e);
       if (failure.cause === "internal") s.log.error("billing sync failed", { connection_id: c.id, org_id: c.orgId, error: errorForLog(e) });
@@ -180,12 +180,12 @@ async function syncHeld(s: Services, c: ConnectionRow, workerId: string, leaseSe
     // Abandoned at its process's shutdown: the reader's sockets end with the process. Closed
     // now, a download still arriving would fail on a stream nobody reads any more (an uncaught
     // "aborted" logged as an error).
-    if (!abandonSignal.aborted) await Promise.resolve(reader?.close?.()).catch(() => {});
+    if (!s.shutdown.abandoned) await Promise.resolve(reader?.close?.()).catch(() => {});
   }
   // Periods imported (even by a sync that failed later): the budgets see the new data before the run
   // is told finished. Never fails the sync.
-  if (totals.periodsImported > 0 && !abandonSignal.aborted) await evaluateBudgetsAfterImport(s, c.orgId);
-  if (stopped) return interrupted(s, c, run, totals, workerId, abandonSignal.aborted);
+  if (totals.periodsImported > 0 && !s.shutdown.abandoned) await evaluateBudgetsAfterImport(s, c.orgId);
+  if (stopped) return interrupted(s, c, run, totals, workerId, s.shutdown.abandoned);
   const now = s.now();
   const failures = failure ? c.consecutiveFailures + 1 : 0;
   const retryMinutes = Math.min(s.config.billingSyncIntervalMinutes, FIRST_RETRY_MINUTES * 2 ** Math.max(0, failures - 1));
@@ -266,7 +266,7 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
       continue;
     }
     // A safe point: the periods before are committed; a stopping process starts no other.
-    if (stopRequested()) throw new SyncStopped();
+    if (s.shutdown.stopRequested()) throw new SyncStopped();
     const rows = await importPeriod(s, c, period);
     if (rows === null) totals.periodsUnchanged++;
     else {
@@ -282,7 +282,7 @@ async function syncPeriods(s: Services, c: ConnectionRow, reader: ExportReader, 
 async function importPeriod(s: Services, c: ConnectionRow, period: SourcePeriod): Promise<number | null> {
   try {
     // Read until the stopping process's grace ends; then the import's transaction rolls back.
-    const result = await importFocus(s.db, c.orgId, { records: abandonable(joinTables(period.tables())) }, {
+    const result = await importFocus(s.db, c.orgId, { records: s.shutdown.abandonable(joinTables(period.tables())) }, {
       fileName: `${c.name} ${period.month} (${period.files.length} file${period.files.length === 1 ? "" : "s"})`.slice(0, 500),
       now: s.now(),
       beforeCommit: async (tx: Tx, result) => {

@@ -26,6 +26,8 @@ export interface OpenDbOptions {
    * migrations, as `handle.replica` (closed with the handle). Refused with PGlite.
    */
   readUrl?: string;
+  /** How long a migration's statement waits for a table lock (the config's `migrationLockTimeoutMs`; default 5 s). */
+  migrationLockTimeoutMs?: number;
 }
 
 export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> {
@@ -38,7 +40,7 @@ export async function openDb(opts: OpenDbOptions = {}): Promise<DatabaseHandle> 
         : await openPglite(opts.dataDir);
   if (opts.migrate !== false) {
     try {
-      await migrate(handle);
+      await migrate(handle, { lockTimeoutMs: opts.migrationLockTimeoutMs });
     } catch (e) {
       await handle.close().catch(() => {});
       throw e;

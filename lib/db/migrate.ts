@@ -1,7 +1,7 @@
 import { migrations } from "../../drizzle/migrations.gen.ts";
 import type { DatabaseHandle } from "./types.ts";
 import { pgErrorCode } from "./errors.ts";
-import { migrationLockTimeoutMs } from "../config.ts";
+import { DEFAULT_MIGRATION_LOCK_TIMEOUT_MS } from "../config.ts";
 
 /** Arbitrary constant: the advisory lock every replica takes while migrating. */
 const MIGRATION_LOCK_KEY = 727_001;
@@ -13,8 +13,8 @@ export interface Migration {
 
 export interface MigrateOptions {
   /**
-   * How long one statement of a migration may wait for a table lock (MIGRATION_LOCK_TIMEOUT_SECONDS,
-   * default 5 s). An ALTER queued behind a long report query would otherwise hold every later
+   * How long one statement of a migration may wait for a table lock (the config's
+   * `migrationLockTimeoutMs`, MIGRATION_LOCK_TIMEOUT_SECONDS; default 5 s). An ALTER queued behind a long report query would otherwise hold every later
    * statement on that table behind its own ACCESS EXCLUSIVE request: the replicas still serving
    * would stall. Past it the migration rolls back whole and is tried again.
    */
@@ -53,7 +53,7 @@ const LOCK_NOT_AVAILABLE = "55P03";
 export async function migrate(handle: DatabaseHandle, opts: MigrateOptions = {}): Promise<string[]> {
   const list = opts.migrations ?? migrations;
   if (await upToDate(handle, list)) return [];
-  const lockTimeoutMs = opts.lockTimeoutMs ?? migrationLockTimeoutMs();
+  const lockTimeoutMs = opts.lockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS;
   const attempts = Math.max(1, opts.attempts ?? 4);
   for (let attempt = 1; ; attempt++) {
     let current = "";

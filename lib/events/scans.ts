@@ -13,7 +13,6 @@ import type { Db, Tx } from "../db/index.ts";
 import { queryRows } from "../billing/sql.ts";
 import { errorForLog } from "../log.ts";
 import type { Services } from "../services.ts";
-import { stopRequested } from "../shutdown/index.ts";
 
 /** How long an org's claim holds: far beyond one org's scan (a few queries). */
 const LEASE_SECONDS = 600;
@@ -78,7 +77,7 @@ export async function runScan(s: Services, scan: ScanJob): Promise<{ orgs: numbe
   let events = 0;
   for (const orgId of await scan.candidates(s, now)) {
     // A stopping process claims no more organizations (lib/shutdown); the next run scans them.
-    if (stopRequested()) break;
+    if (s.shutdown.stopRequested()) break;
     if (!(await claimScan(s.db, scan.job, orgId, period, holder, now))) continue;
     try {
       events += await s.db.transaction(async (tx) => {

@@ -22,7 +22,6 @@ import { eventView } from "../events/view.ts";
 import { createMailer, MailError, type Mailer } from "./mailer.ts";
 import { renderEventEmail } from "./render.ts";
 import { ALWAYS_EMAILED_TO_ADMINS } from "./preferences.ts";
-import { holdUntilReleased, stopRequested } from "../shutdown/index.ts";
 
 const HOUR = 3_600_000;
 /** How long an email is tried, from when it was queued (with its event). */
@@ -99,7 +98,7 @@ export async function deliverEmails(s: Services, opts: EmailDeliveryOptions = {}
   const timeoutMs = Math.min(opts.timeoutMs ?? SEND_TIMEOUT_MS, leaseMs / 2);
   try {
     // A stopping process claims no batch and starts no send (lib/shutdown).
-    for (let batch = 0; batch < maxBatches && !stopRequested(); batch++) {
+    for (let batch = 0; batch < maxBatches && !s.shutdown.stopRequested(); batch++) {
       const now = opts.now ?? s.now();
       const leaseToken = randomUUID();
       const claimed = await claim(s, now, batchSize, leaseToken, leaseMs);
@@ -108,9 +107,9 @@ export async function deliverEmails(s: Services, opts: EmailDeliveryOptions = {}
       // The rows not yet being sent are given back at shutdown; one being sent keeps its lease
       // (given back, another replica could send it again while this send completes).
       const unsent = () => releaseUnsent(s, leaseToken, pending.splice(0).map((c) => c.id));
-      const held = holdUntilReleased("email notifications", unsent);
+      const held = s.shutdown.holdUntilReleased("email notifications", unsent);
       const worker = async () => {
-        while (pending.length && !stopRequested()) await sendOne(s, mailer!, pending.shift()!, leaseToken, timeoutMs, opts, report);
+        while (pending.length && !s.shutdown.stopRequested()) await sendOne(s, mailer!, pending.shift()!, leaseToken, timeoutMs, opts, report);
       };
       try {
         await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, claimed.length) }, worker));

@@ -31,7 +31,6 @@ import { lockOrderForItems, settlePurchase } from "./orders.ts";
 import { outsideRequestScope } from "../db/requestScope.ts";
 import { providerPurchaserFor } from "./providers/index.ts";
 import { PurchaseFailure, refuseAbovePlan, type OfferQuote, type ProviderPurchaser, type PurchaseItemSpec, type PurchaseOutcome } from "./providers/types.ts";
-import { holdUntilReleased, stopRequested, trackWork } from "../shutdown/index.ts";
 
 type ItemRow = typeof purchaseItems.$inferSelect;
 type ConnectionRow = typeof purchasingConnections.$inferSelect;
@@ -315,12 +314,12 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
   const purchasers = new Map<string, ProviderPurchaser>();
   try {
     // A stopping process claims no more items (lib/shutdown).
-    while (!stopRequested()) {
+    while (!s.shutdown.stopRequested()) {
       const claim = await claimItem(s, { purchaseId: opts.purchaseId });
       if (!claim) break;
       const { item, recovering } = claim;
       // Until the provider is called, a shutdown may give the item back (giveBackUncalled says why only until then).
-      const held = holdUntilReleased(`purchase item ${item.id}`, () => giveBackUncalled(s, item, recovering));
+      const held = s.shutdown.holdUntilReleased(`purchase item ${item.id}`, () => giveBackUncalled(s, item, recovering));
       let result: Result;
       try {
         const [connection] = item.connectionId ? await s.db.select().from(purchasingConnections).where(eq(purchasingConnections.id, item.connectionId)) : [];
@@ -331,7 +330,7 @@ export async function processPurchaseItems(s: Services, opts: { purchaseId?: str
             const purchaser = purchasers.get(connection.id) ?? (await purchaserOfConnection(s, connection));
             purchasers.set(connection.id, purchaser);
             await hooks.beforeProviderCall?.(item);
-            if (stopRequested()) {
+            if (s.shutdown.stopRequested()) {
               // The last point where nothing has reached the provider: give the item back and stop.
               held();
               await giveBackUncalled(s, item, recovering);
@@ -371,14 +370,14 @@ export function buyInBackground(s: Services, purchaseId: string): void {
   const running = background.get(s) ?? new Set<Promise<void>>();
   background.set(s, running);
   // Not the request's work: its transactions carry no commit marker of the approval's key.
-  const work: Promise<void> = trackWork(outsideRequestScope(() => processPurchaseItems(s, { purchaseId })))
+  const work: Promise<void> = s.shutdown.trackWork(outsideRequestScope(() => processPurchaseItems(s, { purchaseId })))
     .then(() => undefined)
     .catch((e) => s.log.error("purchase after approval failed", { purchase_id: purchaseId, error: errorForLog(e) }))
     .finally(() => running.delete(work));
   running.add(work);
 }
 
-/** Resolves once every purchase this process started buying in the background has finished (shutdown, tests). */
+/** Resolves once every purchase these Services started buying in the background has finished (tests; a stopping server waits through `s.shutdown`). */
 export async function backgroundPurchasesSettled(s: Services): Promise<void> {
   const running = background.get(s);
   while (running?.size) await Promise.all([...running]);

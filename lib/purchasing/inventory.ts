@@ -16,7 +16,6 @@ import type { Services } from "../services.ts";
 import { errorForLog } from "../log.ts";
 import { purchaserOfConnection } from "./executor.ts";
 import { PurchaseFailure, type ProviderCommitment } from "./providers/types.ts";
-import { stopRequested } from "../shutdown/index.ts";
 
 type ConnectionRow = typeof purchasingConnections.$inferSelect;
 type CommitmentRow = typeof commitments.$inferSelect;
@@ -144,7 +143,7 @@ export async function syncInventory(s: Services, c: ConnectionRow): Promise<Inve
 export async function syncDueInventories(s: Services): Promise<{ connection_id: string; report?: InventoryReport; error?: string }[]> {
   const out: { connection_id: string; report?: InventoryReport; error?: string }[] = [];
   // A stopping process claims no more connections (lib/shutdown).
-  while (!stopRequested()) {
+  while (!s.shutdown.stopRequested()) {
     const now = s.now();
     const claimed = await s.db.transaction(async (tx) => {
       const [c] = await tx

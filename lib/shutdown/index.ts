@@ -1,7 +1,7 @@
 /**
- * The process's stop (docs/OPERATIONS.md, "Stopping and restarting"). The entry
- * (scripts/server.ts) calls `requestStop()` on the first SIGTERM/SIGINT and, once the grace
- * (SHUTDOWN_GRACE_SECONDS) is over, `abandonWork()`; lib/ only looks:
+ * The service's stop (docs/OPERATIONS.md, "Stopping and restarting"): one `Shutdown` per Services
+ * (`s.shutdown`). The entry (scripts/server.ts) calls `requestStop()` on the first SIGTERM/SIGINT
+ * and, once the grace (SHUTDOWN_GRACE_SECONDS) is over, `abandonWork()`; lib/ only looks:
  *
  * - Work loops (jobs, a sync started by a request, a purchase bought after an approval) ask
  *   `stopRequested()` before they claim their next item and take none once it is true; what they
@@ -16,7 +16,8 @@
  * - Background work started outside the jobs (a request's "sync now") is `trackWork()`ed, and
  *   `workSettled()` tells the entry when everything has finished.
  *
- * One state per process: a signal stops the process, whatever services it built.
+ * Per Services, not per process: a test stops one replica's Services while the others in the same
+ * process go on.
  */
 
 /** Thrown into work that was still running when the grace ended: its transaction rolls back. */
@@ -27,126 +28,134 @@ export class WorkAbandoned extends Error {
   }
 }
 
-const stop = new AbortController();
-const abandon = new AbortController();
-const inFlight = new Set<Promise<unknown>>();
-const held = new Set<{ what: string; release: () => Promise<unknown> }>();
+export class Shutdown {
+  readonly #stop = new AbortController();
+  readonly #abandon = new AbortController();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #held = new Set<{ what: string; release: () => Promise<unknown> }>();
 
-/** Aborted on the first SIGTERM/SIGINT: take no new work. */
-export const stopSignal: AbortSignal = stop.signal;
-/** Aborted when the grace is over: what still runs is given up (its transaction rolled back). */
-export const abandonSignal: AbortSignal = abandon.signal;
+  /** Aborted on the first SIGTERM/SIGINT: take no new work. */
+  get stopSignal(): AbortSignal {
+    return this.#stop.signal;
+  }
 
-export function stopRequested(): boolean {
-  return stop.signal.aborted;
-}
+  /** True once the grace is over: what still runs is given up (its transaction rolled back). */
+  get abandoned(): boolean {
+    return this.#abandon.signal.aborted;
+  }
 
-export function requestStop(): void {
-  stop.abort();
-}
+  stopRequested(): boolean {
+    return this.#stop.signal.aborted;
+  }
 
-export function abandonWork(): void {
-  stop.abort();
-  abandon.abort(new WorkAbandoned());
-}
+  requestStop(): void {
+    this.#stop.abort();
+  }
 
-/** Keeps `work` in the set the stopping process waits for (until the grace ends); returns it. */
-export function trackWork<T>(work: Promise<T>): Promise<T> {
-  const settled = work.then(
-    () => undefined,
-    () => undefined,
-  );
-  inFlight.add(settled);
-  void settled.then(() => inFlight.delete(settled));
-  return work;
-}
+  abandonWork(): void {
+    this.#stop.abort();
+    this.#abandon.abort(new WorkAbandoned());
+  }
 
-/** Resolves once every tracked piece of work has finished (including work tracked meanwhile). */
-export async function workSettled(): Promise<void> {
-  while (inFlight.size) await Promise.all([...inFlight]);
-}
+  /** Keeps `work` in the set the stopping process waits for (until the grace ends); returns it. */
+  trackWork<T>(work: Promise<T>): Promise<T> {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inFlight.add(settled);
+    void settled.then(() => this.#inFlight.delete(settled));
+    return work;
+  }
 
-/** Pieces of tracked work still running. */
-export function workInFlight(): number {
-  return inFlight.size;
-}
+  /** Resolves once every tracked piece of work has finished (including work tracked meanwhile). */
+  async workSettled(): Promise<void> {
+    while (this.#inFlight.size) await Promise.all([...this.#inFlight]);
+  }
 
-/**
- * Registers something this process holds in the database and the statement giving it back
- * (guarded by this process's holder id: it must never release another replica's claim).
- * Returns the function to call once it was given back by the work itself (or must no longer
- * be given back: a purchase item whose provider call has started).
- */
-export function holdUntilReleased(what: string, release: () => Promise<unknown>): () => void {
-  const entry = { what, release };
-  held.add(entry);
-  return () => void held.delete(entry);
-}
+  /** Pieces of tracked work still running. */
+  workInFlight(): number {
+    return this.#inFlight.size;
+  }
 
-/**
- * Gives back everything still registered, each within `timeoutMs` (the pool may be stuck on a
- * statement of abandoned work); returns what was released and what could not be.
- */
-export async function releaseHeld(timeoutMs: number): Promise<{ released: string[]; failed: string[] }> {
-  const entries = [...held];
-  held.clear();
-  const out = { released: [] as string[], failed: [] as string[] };
-  await Promise.all(
-    entries.map(async (e) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("timed out")), timeoutMs)));
-      try {
-        await Promise.race([e.release(), late]);
-        out.released.push(e.what);
-      } catch {
-        out.failed.push(e.what);
-      } finally {
-        clearTimeout(timer);
-      }
-    }),
-  );
-  return out;
-}
+  /**
+   * Registers something this process holds in the database and the statement giving it back
+   * (guarded by this process's holder id: it must never release another replica's claim).
+   * Returns the function to call once it was given back by the work itself (or must no longer
+   * be given back: a purchase item whose provider call has started).
+   */
+  holdUntilReleased(what: string, release: () => Promise<unknown>): () => void {
+    const entry = { what, release };
+    this.#held.add(entry);
+    return () => void this.#held.delete(entry);
+  }
 
-/**
- * `source` read until the grace ends: a pending read is then interrupted (a stalled download
- * must not keep a transaction open until the pool is cut) and `WorkAbandoned` thrown.
- */
-export function abandonable<T>(source: AsyncIterable<T>): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      const it = source[Symbol.asyncIterator]();
-      const giveUp = () => void Promise.resolve(it.return?.()).catch(() => {});
-      return {
-        next() {
-          if (abandon.signal.aborted) {
-            giveUp();
-            return Promise.reject(new WorkAbandoned());
-          }
-          // A listener per read, removed when the read ends: nothing accumulates over a long import.
-          return new Promise<IteratorResult<T>>((resolve, reject) => {
-            const onAbandon = () => {
+  /**
+   * Gives back everything still registered, each within `timeoutMs` (the pool may be stuck on a
+   * statement of abandoned work); returns what was released and what could not be.
+   */
+  async releaseHeld(timeoutMs: number): Promise<{ released: string[]; failed: string[] }> {
+    const entries = [...this.#held];
+    this.#held.clear();
+    const out = { released: [] as string[], failed: [] as string[] };
+    await Promise.all(
+      entries.map(async (e) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("timed out")), timeoutMs)));
+        try {
+          await Promise.race([e.release(), late]);
+          out.released.push(e.what);
+        } catch {
+          out.failed.push(e.what);
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * `source` read until the grace ends: a pending read is then interrupted (a stalled download
+   * must not keep a transaction open until the pool is cut) and `WorkAbandoned` thrown.
+   */
+  abandonable<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+    const abandon = this.#abandon.signal;
+    return {
+      [Symbol.asyncIterator]() {
+        const it = source[Symbol.asyncIterator]();
+        const giveUp = () => void Promise.resolve(it.return?.()).catch(() => {});
+        return {
+          next() {
+            if (abandon.aborted) {
               giveUp();
-              reject(new WorkAbandoned());
-            };
-            abandon.signal.addEventListener("abort", onAbandon, { once: true });
-            it.next().then(
-              (r) => {
-                abandon.signal.removeEventListener("abort", onAbandon);
-                resolve(r);
-              },
-              (e) => {
-                abandon.signal.removeEventListener("abort", onAbandon);
-                reject(e);
-              },
-            );
-          });
-        },
-        async return(value?: unknown) {
-          await Promise.resolve(it.return?.(value as never)).catch(() => {});
-          return { done: true, value: value as never };
-        },
-      };
-    },
-  };
+              return Promise.reject(new WorkAbandoned());
+            }
+            // A listener per read, removed when the read ends: nothing accumulates over a long import.
+            return new Promise<IteratorResult<T>>((resolve, reject) => {
+              const onAbandon = () => {
+                giveUp();
+                reject(new WorkAbandoned());
+              };
+              abandon.addEventListener("abort", onAbandon, { once: true });
+              it.next().then(
+                (r) => {
+                  abandon.removeEventListener("abort", onAbandon);
+                  resolve(r);
+                },
+                (e) => {
+                  abandon.removeEventListener("abort", onAbandon);
+                  reject(e);
+                },
+              );
+            });
+          },
+          async return(value?: unknown) {
+            await Promise.resolve(it.return?.(value as never)).catch(() => {});
+            return { done: true, value: value as never };
+          },
+        };
+      },
+    };
+  }
 }

@@ -32,7 +32,6 @@ import { failureText, postBounded, SEND_TIMEOUT_MS, type SendResult } from "./se
 import { safeTarget } from "./target.ts";
 import { rowsOf } from "../billing/sql.ts";
 import { webhookEndpointLinks } from "../events/links.ts";
-import { stopRequested } from "../shutdown/index.ts";
 
 /** How long a claimed endpoint stays with its worker without a renewal: far longer than one send. */
 export const LEASE_MS = 60_000;
@@ -101,7 +100,7 @@ export async function deliverWebhooks(s: Services, opts: DeliverOptions = {}): P
   const slots = slotsOf(s);
   const room = Math.min(opts.maxEndpoints ?? 16, MAX_IN_FLIGHT_PER_PROCESS - slots.inFlight);
   // A stopping process claims no endpoint (lib/shutdown).
-  if (room <= 0 || stopRequested()) return report;
+  if (room <= 0 || s.shutdown.stopRequested()) return report;
   slots.inFlight += room;
   let claimed: EndpointRow[] = [];
   try {
@@ -212,7 +211,7 @@ async function serveEndpoint(s: Services, endpoint: EndpointRow, opts: DeliverOp
         // A stopping process sends nothing more: the lease is given back below and another
         // replica goes on at once. A send under way is recorded first (it never is given back
         // mid-send: a second replica would send it again while the first answer is coming).
-        if (stopRequested()) return;
+        if (s.shutdown.stopRequested()) return;
         // Each recorded success renews the lease; renew here only when that was too long ago
         // for this send to end inside it (a claim's first send, or after a slow receiver).
         if (Date.now() - lease.renewedAt > leaseMs / 2) {

@@ -5,6 +5,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { openDb } from "../../lib/db/index.ts";
 import { DataDirLockedError } from "../../lib/db/pglite.ts";
+import { MigrationLockTimeoutError } from "../../lib/db/migrate.ts";
 import { createServices } from "../../lib/services.ts";
 import { AppError } from "../../lib/errors.ts";
 import { CliError, type CliCommand } from "./types.ts";
@@ -66,11 +67,15 @@ export async function runCli(argv: string[]): Promise<number> {
   const config = loadConfig();
   let handle;
   try {
-    handle = cmd.noDb ? undefined : await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: true });
+    handle = cmd.noDb ? undefined : await openDb({ url: config.databaseUrl, dataDir: config.dataDir, migrate: true, migrationLockTimeoutMs: config.migrationLockTimeoutMs });
   } catch (e) {
     if (e instanceof DataDirLockedError) {
       console.error(`error: ${e.message}`);
       return 3;
+    }
+    if (e instanceof MigrationLockTimeoutError) {
+      console.error(`error: ${e.message}`);
+      return 1;
     }
     throw e;
   }

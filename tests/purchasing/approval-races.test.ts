@@ -13,6 +13,7 @@ import { startAwsPurchasingServer, type AwsPurchasingServer } from "../helpers/a
 import { runPurchasingTick } from "../../lib/purchasing/autoPurchase.ts";
 import { backgroundPurchasesSettled, processPurchaseItems, type PurchaseHooks } from "../../lib/purchasing/executor.ts";
 import { createApiKey } from "../../lib/auth/apiKeys.ts";
+import { createServices } from "../../lib/services.ts";
 import { seedWorkload, type Workload } from "./fixtures.ts";
 
 const SECRET_KEY = randomBytes(32).toString("base64");
@@ -177,6 +178,56 @@ describeEachDb("approval races and the ledger's approval", (driver) => {
     expect(Number(n)).toBe(4);
     expect(view.events.filter((e: any) => e.event === "item_confirmed")).toHaveLength(4);
     expect(view.events.filter((e: any) => e.event === "confirmed")).toHaveLength(1);
+  }, 60_000);
+
+  test("a replica stopping between its claim and the provider call gives the item back: another replica buys it at once, exactly once", async () => {
+    const { org, purchase } = await setup();
+    // The approval's own buyer (this replica) takes an item and waits before its provider call.
+    let arrived!: () => void;
+    const waiting = new Promise<void>((r) => (arrived = r));
+    let go!: () => void;
+    const gate = new Promise<void>((r) => (go = r));
+    t.s.extras.purchaseHooks = {
+      async beforeProviderCall() {
+        arrived();
+        await gate;
+      },
+    } satisfies PurchaseHooks;
+    try {
+      expect((await api(org).post(`/purchases/${purchase.id}/approve`)).status).toBe(200);
+      await waiting;
+
+      // A second replica claims the next item, and its process is told to stop right then.
+      const stopping = createServices(t.s.handle, t.s.config, t.s.log, { now: t.s.now });
+      let givenBack = "";
+      const reports = await processPurchaseItems(stopping, {
+        purchaseId: purchase.id,
+        hooks: {
+          beforeProviderCall(item) {
+            givenBack = item.id;
+            stopping.shutdown.requestStop();
+          },
+        },
+      });
+      expect(reports).toEqual([]);
+      expect(givenBack).not.toBe("");
+      // Given back as it was before the claim: approved, unclaimed, the attempt not counted; nothing reached AWS.
+      const [row] = await t.s.handle.query<{ status: string; claimed_by: string | null; claimed_until: string | null; attempts: number; submitted_at: string | null }>(
+        "SELECT status, claimed_by, claimed_until, attempts, submitted_at FROM purchase_items WHERE id = $1",
+        [givenBack],
+      );
+      expect(row).toEqual({ status: "approved", claimed_by: null, claimed_until: null, attempts: 0, submitted_at: null });
+      expect(aws.calls("PurchaseReservedInstancesOffering").filter((c) => c.params.DryRun !== "true")).toHaveLength(0);
+    } finally {
+      go();
+      await backgroundPurchasesSettled(t.s);
+    }
+    // The replica still serving takes the given-back item at once (no lease to wait out): all four bought, each once.
+    const view = await (await api(org).get(`/purchases/${purchase.id}`)).json();
+    expect(view.status).toBe("confirmed");
+    expect(view.items.map((i: any) => [i.status, i.attempts])).toEqual(Array(4).fill(["confirmed", 1]));
+    expect(aws.purchases.ec2).toHaveLength(4);
+    for (const item of view.items) expect(aws.purchases.ec2.filter((ri) => ri.tags["commitops:purchase-token"] === item.idempotency_token)).toHaveLength(1);
   }, 60_000);
 
   test("require_approval true without a purchasing connection: the ledger order waits for approval, then is recorded", async () => {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { useTestApp } from "../helpers/app.ts";
+import { until } from "../helpers/process.ts";
 import { startReceiver, type Receiver } from "./receiver.ts";
 import { createEndpointVia, emit, SECRET_KEY, sleep } from "./fixtures.ts";
 
@@ -63,14 +64,6 @@ maybe("webhooks: replicas and SIGKILL between send and record [postgres]", () =>
     const w: Worker = { child, exited: new Promise((r) => child.on("exit", (code, signal) => r({ code, signal }))), stderr: () => stderr };
     workers.push(w);
     return w;
-  }
-
-  async function until(what: string, done: () => Promise<boolean>, ms = 45_000) {
-    const end = Date.now() + ms;
-    while (!(await done())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await sleep(100);
-    }
   }
 
   const succeeded = async () => {

@@ -3,7 +3,6 @@ import { defineRoutes, orgRoutes } from "../../../../../../lib/http/orgRoutes.ts
 import { LimitAliasField, pageOfArray, pagedList, PageQueryFields } from "../../../../../../lib/http/paging.ts";
 import { createConnection, deleteConnection, getConnection, listConnections, listRuns, updateConnection } from "../../../../../../lib/connections/service.ts";
 import { requestSync, runDueSyncs } from "../../../../../../lib/connections/sync.ts";
-import { trackWork } from "../../../../../../lib/shutdown/index.ts";
 import { testConnection } from "../../../../../../lib/connections/probe.ts";
 import { secretBoxOf } from "../../../../../../lib/secrets/index.ts";
 import { errorForLog } from "../../../../../../lib/log.ts";
@@ -72,7 +71,7 @@ export default defineRoutes((s, prefix) => {
         const run = await requestSync(s, principal.orgId, params.connection_id);
         // This connection runs here at once unless another replica holds it; then the billing-sync job of any replica takes the queued run.
         // Tracked: a stopping process lets it reach a safe point and gives its claim back (lib/shutdown).
-        trackWork(runDueSyncs(s, { connectionId: params.connection_id, limit: 1 })).catch((e) => s.log.error("billing sync failed", { error: errorForLog(e) }));
+        s.shutdown.trackWork(runDueSyncs(s, { connectionId: params.connection_id, limit: 1 })).catch((e) => s.log.error("billing sync failed", { error: errorForLog(e) }));
         set.status = 202;
         return run;
       },
