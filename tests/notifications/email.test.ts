@@ -324,6 +324,31 @@ describeEachDb("notifications: email", (driver) => {
     expect(new Set(smtp.mails.map((m) => m.messageId)).size).toBe(24);
   });
 
+  test("a sender whose replica is stopping sends what it started and gives the rest of its batch back: another replica sends them at once, each once", async () => {
+    const org = await orgWithMembers(t.s, `stopping ${++seq}`, { a1: "admin", a2: "admin", a3: "admin", a4: "admin", a5: "admin", a6: "admin" });
+    const e = await emit(t.s, org.id, "billing_sync.failed");
+    const stopping = services({});
+    // The first send accepted by the server stops the replica: the sends already under way end, no other starts.
+    await deliverEmails(stopping, {
+      hooks: {
+        afterSend() {
+          stopping.shutdown.requestStop();
+        },
+      },
+    });
+    const sentFirst = smtp.mails.length;
+    expect(sentFirst).toBeGreaterThan(0);
+    expect(sentFirst).toBeLessThan(6);
+    const rows = await outboxOf(t.s, { eventId: e.id });
+    const givenBack = rows.filter((r: any) => r.status === "pending");
+    expect(givenBack).toHaveLength(6 - sentFirst);
+    for (const r of givenBack) expect([r.lease_token, r.lease_until, r.attempts]).toEqual([null, null, 0]);
+    // No lease to wait out: the clock has not moved and the other replica sends the rest now.
+    expect(await deliverEmails(t.s)).toEqual({ sent: 6 - sentFirst, retried: 0, failed: 0 });
+    expect(smtp.mails).toHaveLength(6);
+    expect(new Set(smtp.mails.map((m) => m.messageId)).size).toBe(6);
+  });
+
   test("without SMTP_URL nothing is sent, rows wait; sent once a server is configured within 3 days, given up after", async () => {
     const org = await orgWithMembers(t.s, `no smtp ${++seq}`, { admin: "admin" });
     const noSmtp = services({ smtpUrl: undefined });
